@@ -1,0 +1,268 @@
+#include "build/builder.h"
+
+#include <chrono>
+#include <optional>
+#include <regex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "sys/subprocess.h"
+#include "sys/temp_dir.h"
+#include "util/hash.h"
+#include "util/strings.h"
+
+namespace kp::build {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::map<std::string, std::string>& library_flags() {
+  static const std::map<std::string, std::string> m = {
+      {"cublas", "-lcublas"}, {"cublasLt", "-lcublasLt"}, {"cudnn", "-lcudnn"}, {"curand", "-lcurand"}, {"cufft", "-lcufft"}};
+  return m;
+}
+
+std::string detect_arch(const std::string& fallback) {
+  sys::Command c;
+  c.argv = {"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"};
+  c.timeout = std::chrono::milliseconds(10000);
+  auto r = sys::run(c);
+  if (!r.ok() || !r->success()) return fallback;
+  auto lines = split_lines(r->stdout_text);
+  if (lines.empty()) return fallback;
+  auto parts = split(std::string(trim(lines[0])), '.');
+  if (parts.size() != 2) return fallback;
+  try {
+    return arch_for_compute_capability(std::stoi(parts[0]), std::stoi(parts[1]));
+  } catch (...) {
+    return fallback;
+  }
+}
+
+}  // namespace
+
+std::string arch_for_compute_capability(int major, int minor) {
+  std::string base = fmt::format("sm_{}{}", major, minor);
+  if ((major == 9 && minor == 0) || (major == 10 && minor == 0)) return base + "a";
+  return base;
+}
+
+Result<std::vector<TuneParam>> parse_tune_params(std::string_view source) {
+  std::vector<TuneParam> out;
+  static const std::regex re(R"(\bKP_TUNE\s*\(\s*([A-Za-z_]\w*)\s*((?:,[^,)]*)*)\))");
+  std::string text(source);
+  // Ignore the macro's own definition and mentions inside line comments.
+  std::string cleaned;
+  for (const auto& line : split_lines(text)) {
+    std::string_view l = trim(line);
+    if (starts_with(l, "//") || starts_with(l, "#define") || starts_with(l, "*")) {
+      cleaned += "\n";
+      continue;
+    }
+    cleaned += line + "\n";
+  }
+  for (auto it = std::sregex_iterator(cleaned.begin(), cleaned.end(), re); it != std::sregex_iterator(); ++it) {
+    TuneParam p;
+    p.name = (*it)[1];
+    std::string rest = (*it)[2];
+    for (const auto& v : split(rest, ',')) {
+      std::string_view t = trim(v);
+      if (t.empty()) continue;
+      try {
+        size_t used = 0;
+        long long value = std::stoll(std::string(t), &used, 0);
+        if (used != t.size()) throw std::invalid_argument("trailing");
+        p.values.push_back(value);
+      } catch (...) {
+        return make_error(ErrorCode::kInvalidInput,
+                          fmt::format("KP_TUNE({}, ...): value \"{}\" is not an integer literal", p.name, t));
+      }
+    }
+    if (p.values.empty())
+      return make_error(ErrorCode::kInvalidInput, fmt::format("KP_TUNE({}) lists no values; write KP_TUNE({}, 128, 256)", p.name, p.name));
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+Builder::Builder(BuildOptions options) : options_(std::move(options)) {
+  if (options_.include_dir.empty()) options_.include_dir = fs::path(KP_SOURCE_DIR) / "include";
+  if (options_.arch.empty()) options_.arch = detect_arch("sm_90a");
+  if (options_.jobs <= 0) options_.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (options_.cache_dir.empty()) options_.cache_dir = fs::temp_directory_path() / "kernelpro-build-cache";
+  cache_ = std::make_unique<ArtifactCache>(options_.cache_dir);
+}
+
+Builder::~Builder() = default;
+
+Result<std::string> Builder::toolchain() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!nvcc_version_.empty()) return nvcc_version_;
+  sys::Command c;
+  c.argv = {options_.nvcc, "--version"};
+  c.timeout = std::chrono::milliseconds(30000);
+  auto r = sys::run(c);
+  if (!r.ok())
+    return make_error(ErrorCode::kNotFound,
+                      fmt::format("cannot run {}: {}; install the CUDA toolkit and put nvcc on PATH (or pass --nvcc)",
+                                  options_.nvcc, r.error().message));
+  if (!r->success())
+    return make_error(ErrorCode::kTool, fmt::format("{} --version {}: {}", options_.nvcc, r->describe(), r->stderr_text));
+  nvcc_version_ = std::string(trim(r->stdout_text));
+  return nvcc_version_;
+}
+
+Result<BuildResult> Builder::build(const BuildRequest& request) {
+  auto start = std::chrono::steady_clock::now();
+  KP_TRY(std::string version, toolchain());
+  auto source = read_file(request.source.string());
+  if (!source.ok()) return std::move(source).error().wrap("reading the candidate");
+  auto abi = read_file((options_.include_dir / "kernelpro" / "kp_abi.h").string());
+  if (!abi.ok()) return std::move(abi).error().wrap("reading the ABI header (is --include-dir right?)");
+
+  KP_TRY(auto params, parse_tune_params(*source));
+  std::map<std::string, long long> tune;
+  for (const auto& p : params) tune[p.name] = p.values.front();
+  for (const auto& [name, value] : request.tune) {
+    auto it = std::find_if(params.begin(), params.end(), [&](const TuneParam& p) { return p.name == name; });
+    if (it == params.end())
+      return make_error(ErrorCode::kInvalidInput, fmt::format("{}: no KP_TUNE({}, ...) to override", request.source.string(), name));
+    if (std::find(it->values.begin(), it->values.end(), value) == it->values.end())
+      return make_error(ErrorCode::kInvalidInput, fmt::format("{}: {} = {} is not one of the declared values", request.source.string(), name, value));
+    tune[name] = value;
+  }
+
+  std::vector<std::string> cmd = {options_.nvcc, "-std=c++17", "-O3", "-lineinfo", "-shared", "-Xcompiler", "-fPIC",
+                                  "-Xptxas", "-v"};
+  std::string arch = options_.arch;
+  std::string compute = "compute_" + arch.substr(3);
+  cmd.push_back(fmt::format("-gencode=arch={},code={}", compute, arch));
+  cmd.push_back("-I" + options_.include_dir.string());
+  for (const auto& d : options_.include_dirs) cmd.push_back("-I" + d.string());
+  for (const auto& [name, value] : tune) cmd.push_back(fmt::format("-D{}={}", name, value));
+  for (const auto& f : options_.extra_flags) cmd.push_back(f);
+  std::vector<std::string> link;
+  for (const auto& lib : request.libraries) {
+    auto it = library_flags().find(lib);
+    if (it == library_flags().end()) return make_error(ErrorCode::kInvalidInput, fmt::format("unknown library \"{}\"", lib));
+    link.push_back(it->second);
+  }
+
+  Sha256 h;
+  h.update(*source);
+  h.update("\0abi\0");
+  h.update(*abi);
+  h.update("\0cmd\0");
+  for (const auto& c : cmd) h.update(c + "\n");
+  for (const auto& l : link) h.update(l + "\n");
+  h.update("\0nvcc\0");
+  h.update(version);
+  std::string key = h.hex_digest();
+
+  if (options_.use_cache) {
+    auto hit = cache_->lookup(key);
+    if (hit.ok() && hit->has_value()) {
+      const CachedArtifact& a = **hit;
+      BuildResult r;
+      r.ok = true;
+      r.cache_hit = true;
+      r.artifact = a.artifact_path;
+      r.log = a.build_log;
+      r.diagnostics = parse_nvcc_diagnostics(r.log);
+      auto res = parse_ptxas_report(r.log);
+      if (res.ok()) r.resources = *res;
+      r.key = key;
+      r.command = cmd;
+      r.tune = tune;
+      r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return r;
+    }
+  }
+  auto r = compile(request, key, cmd, tune);
+  if (r.ok()) r->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  (void)link;
+  return r;
+}
+
+Result<BuildResult> Builder::compile(const BuildRequest& request, const std::string& key, std::vector<std::string> cmd,
+                                     std::map<std::string, long long> tune) {
+  KP_TRY(sys::TempDir dir, sys::TempDir::create("kernelpro-nvcc-"));
+  fs::path out = dir.path() / "artifact.so";
+  std::vector<std::string> full = cmd;
+  full.push_back(fs::absolute(request.source).string());
+  full.push_back("-o");
+  full.push_back(out.string());
+  for (const auto& lib : request.libraries) full.push_back(library_flags().at(lib));
+  sys::Command c;
+  c.argv = full;
+  c.cwd = dir.path().string();
+  c.timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_s * 1000));
+  auto run = sys::run(c);
+  if (!run.ok()) return std::move(run).error().wrap("running nvcc");
+  BuildResult r;
+  r.key = key;
+  r.command = full;
+  r.tune = std::move(tune);
+  r.log = run->stdout_text + run->stderr_text;
+  r.diagnostics = parse_nvcc_diagnostics(r.log);
+  if (run->timed_out) {
+    r.log += fmt::format("\nkernelpro: nvcc {}\n", run->describe());
+    r.diagnostics.push_back(Diagnostic{request.source.string(), 0, 0, Severity::kError,
+                                       fmt::format("nvcc {}", run->describe()), {}, DiagnosticTool::kDriver, ""});
+    return r;
+  }
+  if (!run->success() || !fs::exists(out)) {
+    if (r.diagnostics.empty())
+      r.diagnostics.push_back(Diagnostic{request.source.string(), 0, 0, Severity::kError,
+                                         fmt::format("nvcc {}", run->describe()), {}, DiagnosticTool::kDriver, ""});
+    return r;
+  }
+  auto res = parse_ptxas_report(r.log);
+  if (res.ok()) r.resources = *res;
+  r.ok = true;
+  nlohmann::json meta = {{"source", request.source.string()}, {"command", full}};
+  if (options_.use_cache) {
+    auto stored = cache_->store(key, out, r.log, meta);
+    if (!stored.ok()) return std::move(stored).error().wrap("storing the build in the cache");
+    r.artifact = stored->artifact_path;
+  } else {
+    // Keep the artifact beside the cache anyway: the temp dir disappears with this call.
+    fs::path keep = options_.cache_dir / "uncached";
+    fs::create_directories(keep);
+    r.artifact = keep / (key + ".so");
+    fs::copy_file(out, r.artifact, fs::copy_options::overwrite_existing);
+  }
+  return r;
+}
+
+std::vector<Result<BuildResult>> Builder::build_all(const std::vector<BuildRequest>& requests) {
+  if (!pool_) pool_ = std::make_unique<ThreadPool>(static_cast<size_t>(options_.jobs));
+  (void)toolchain();  // resolve once before the jobs race for it
+  // Identical requests are built once and share the result.
+  auto same = [](const BuildRequest& a, const BuildRequest& b) {
+    return a.source == b.source && a.libraries == b.libraries && a.tune == b.tune;
+  };
+  std::vector<size_t> first(requests.size());
+  std::vector<std::future<Result<BuildResult>>> futures(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    first[i] = i;
+    for (size_t j = 0; j < i; ++j) {
+      if (same(requests[i], requests[j])) {
+        first[i] = first[j];
+        break;
+      }
+    }
+    if (first[i] == i) futures[i] = pool_->submit([this, r = requests[i]]() { return build(r); });
+  }
+  std::vector<std::optional<Result<BuildResult>>> done(requests.size());
+  std::vector<Result<BuildResult>> out;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (first[i] == i) done[i] = futures[i].get();
+    out.push_back(*done[first[i]]);
+  }
+  return out;
+}
+
+}  // namespace kp::build

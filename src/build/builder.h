@@ -1,0 +1,105 @@
+// The nvcc pipeline: a candidate or reference .cu becomes a shared object, built by nvcc in a
+// pool of parallel jobs and cached by content (DESIGN.md section 3).
+//
+// The cache key is the SHA-256 of: the source text, kp_abi.h, the full nvcc command line
+// (flags, arch, -D values of KP_TUNE parameters, libraries) and `nvcc --version`. A hit costs
+// a file lookup; a miss runs nvcc with a timeout in a scratch directory and stores the result
+// atomically, so concurrent kernelpro processes share one cache safely.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "build/artifact_cache.h"
+#include "build/diagnostics.h"
+#include "build/ptxas_report.h"
+#include "util/result.h"
+#include "util/thread_pool.h"
+
+namespace kp::build {
+
+struct BuildOptions {
+  // The nvcc to run: a path, or a name searched in PATH. Default "nvcc".
+  std::string nvcc = "nvcc";
+  // Target architecture, e.g. "sm_90a". Empty: the first GPU's, from nvidia-smi (compute
+  // capability 9.0 gives sm_90a, for WGMMA/TMA); "sm_90a" when there is no GPU.
+  std::string arch;
+  // Directory holding kernelpro/kp_abi.h. Default: the source tree's include/.
+  std::filesystem::path include_dir;
+  // Extra include directories (CUTLASS later) and flags appended to every build.
+  std::vector<std::filesystem::path> include_dirs;
+  std::vector<std::string> extra_flags;
+  // Cache root. Default: $XDG_CACHE_HOME/kernelpro/build or ~/.cache/kernelpro/build (the CLI
+  // resolves it; library code reads no environment).
+  std::filesystem::path cache_dir;
+  bool use_cache = true;
+  // Parallel nvcc jobs in build_all. 0: one per CPU core.
+  int jobs = 0;
+  // nvcc is killed after this many seconds. Default 300.
+  double timeout_s = 300;
+};
+
+struct BuildRequest {
+  std::filesystem::path source;               // a .cu file
+  std::vector<std::string> libraries;         // "cublas", "cublasLt", "cudnn", "curand", "cufft"
+  std::map<std::string, long long> tune;      // KP_TUNE overrides; others take their default
+};
+
+// A declared KP_TUNE parameter: its name and allowed values, the first being the default.
+struct TuneParam {
+  std::string name;
+  std::vector<long long> values;
+};
+// Reads KP_TUNE(NAME, v0, v1, ...) declarations from source text. kInvalidInput when a
+// declaration has no values or a non-integer value.
+Result<std::vector<TuneParam>> parse_tune_params(std::string_view source);
+
+// "sm_90a" for 9.0 (Hopper's arch-specific features), "sm_100a" for 10.0, "sm_XY" otherwise.
+std::string arch_for_compute_capability(int major, int minor);
+
+struct BuildResult {
+  bool ok = false;                        // nvcc succeeded and the .so exists
+  std::filesystem::path artifact;         // the cached .so (when ok)
+  std::string log;                        // nvcc's stdout and stderr
+  std::vector<Diagnostic> diagnostics;    // parsed from log
+  PtxasReport resources;                  // parsed -Xptxas -v report (when ok)
+  bool cache_hit = false;
+  double seconds = 0;                     // wall time of this build call (lookup or nvcc)
+  std::string key;                        // cache key
+  std::vector<std::string> command;       // the nvcc command line
+  std::map<std::string, long long> tune;  // the KP_TUNE values compiled in
+};
+
+class Builder {
+ public:
+  explicit Builder(BuildOptions options);
+  ~Builder();
+
+  // Builds one source. A compile failure is a BuildResult with ok = false and diagnostics;
+  // an Error means the build could not be attempted (nvcc missing, source unreadable, a bad
+  // KP_TUNE override), with a message that says what to do.
+  Result<BuildResult> build(const BuildRequest& request);
+  // Builds several sources on the pool, in parallel; results in request order. Identical
+  // requests in flight at once are built once.
+  std::vector<Result<BuildResult>> build_all(const std::vector<BuildRequest>& requests);
+
+  // The resolved architecture and `nvcc --version`'s last line (after the first build or
+  // a call to toolchain()).
+  Result<std::string> toolchain();
+  const std::string& arch() const { return options_.arch; }
+
+ private:
+  Result<BuildResult> compile(const BuildRequest& request, const std::string& key, std::vector<std::string> command,
+                              std::map<std::string, long long> tune);
+  BuildOptions options_;
+  std::mutex mutex_;
+  std::string nvcc_version_;  // guarded by mutex_
+  std::unique_ptr<ArtifactCache> cache_;
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+}  // namespace kp::build

@@ -1,0 +1,194 @@
+#include "cli/commands.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "eval/evaluator.h"
+#include "report/eval_report.h"
+#include "sys/subprocess.h"
+#include "sys/temp_dir.h"
+#include "task/native_task_loader.h"
+#include "util/strings.h"
+
+namespace kp::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kExitOk = 0, kExitFailed = 1, kExitBadInput = 2, kExitNotRun = 3, kExitInternal = 4;
+
+int exit_for(const Error& e) {
+  std::fprintf(stderr, "kernelpro: %s\n", e.message.c_str());
+  switch (e.code) {
+    case ErrorCode::kInvalidInput: case ErrorCode::kNotFound: return kExitBadInput;
+    case ErrorCode::kUnavailable: return kExitNotRun;
+    default: return kExitInternal;
+  }
+}
+
+fs::path self_dir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : exe.parent_path();
+}
+
+fs::path default_cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "kernelpro" / "build";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "kernelpro" / "build";
+  return fs::temp_directory_path() / "kernelpro-build-cache";
+}
+
+build::BuildOptions build_options(const CommonFlags& c) {
+  build::BuildOptions b;
+  b.nvcc = c.nvcc;
+  b.arch = c.arch;
+  b.cache_dir = c.cache_dir.empty() ? default_cache_dir() : fs::path(c.cache_dir);
+  // The ABI header: installed beside the binary's source tree.
+  b.include_dir = fs::path(KP_SOURCE_DIR) / "include";
+  return b;
+}
+
+Result<fs::path> candidate_path(const task::Task& t, const std::string& given) {
+  if (!given.empty()) return fs::path(given);
+  if (t.seed_path) return *t.seed_path;
+  return make_error(ErrorCode::kInvalidInput,
+                    fmt::format("task {} has no seed.cu; name a candidate: kernelpro eval {} CANDIDATE.cu", t.name, t.dir.string()));
+}
+
+}  // namespace
+
+int run_eval(const EvalFlags& flags, const CommonFlags& common) {
+  auto task = task::load_native_task(flags.task);
+  if (!task.ok()) return exit_for(task.error());
+  auto cand = candidate_path(*task, flags.candidate);
+  if (!cand.ok()) return exit_for(cand.error());
+  auto scratch = sys::TempDir::create("kernelpro-eval-");
+  if (!scratch.ok()) return exit_for(scratch.error());
+  if (common.keep_scratch) {
+    scratch->keep();
+    std::fprintf(stderr, "kernelpro: scratch directory %s\n", scratch->path().c_str());
+  }
+  eval::EvaluatorOptions o;
+  o.build = build_options(common);
+  o.eval = flags.options;
+  o.eval.seed = flags.seed;
+  if (flags.no_energy) o.eval.energy_window_s = 0;
+  o.worker.worker_path = common.worker.empty() ? self_dir() / "kp-worker" : fs::path(common.worker);
+  o.worker.scratch_dir = scratch->path();
+  eval::Evaluator evaluator(o);
+  auto result = evaluator.evaluate(*task, *cand);
+  if (!result.ok()) return exit_for(result.error());
+  if (common.json) {
+    std::cout << report::eval_to_json(*task, *result).dump(2) << "\n";
+  } else {
+    std::cout << report::format_eval_text(*task, *result);
+    if (result->outcome == eval::Outcome::kNotRun)
+      std::cout << "\nNo GPU here: kernelpro built the reference and the candidate and reported their resources above;\n"
+                   "correctness, timing and energy need an NVIDIA GPU. Run the same command on a GPU machine.\n";
+  }
+  if (result->outcome == eval::Outcome::kOk) return kExitOk;
+  if (result->outcome == eval::Outcome::kNotRun) return kExitNotRun;
+  return kExitFailed;
+}
+
+int run_build(const BuildFlags& flags, const CommonFlags& common) {
+  auto task = task::load_native_task(flags.task);
+  if (!task.ok()) return exit_for(task.error());
+  auto cand = candidate_path(*task, flags.candidate);
+  if (!cand.ok()) return exit_for(cand.error());
+  build::Builder builder(build_options(common));
+  auto r = builder.build(build::BuildRequest{*cand, task->candidate_libraries, {}});
+  if (!r.ok()) return exit_for(r.error());
+  eval::EvalResult er;
+  er.task_name = task->name;
+  er.candidate = *cand;
+  er.candidate_build = *r;
+  er.outcome = r->ok ? eval::Outcome::kNotRun : eval::Outcome::kCompileError;
+  er.reason = r->ok ? std::string("built only (kernelpro build)") : build::summarize_diagnostics(r->diagnostics, 5);
+  er.build_seconds = er.total_seconds = r->seconds;
+  if (common.json) std::cout << report::eval_to_json(*task, er).dump(2) << "\n";
+  else std::cout << report::format_eval_text(*task, er);
+  return r->ok ? kExitOk : kExitFailed;
+}
+
+int run_doctor(const CommonFlags& common) {
+  int problems = 0;
+  auto line = [&](bool ok, const std::string& what, const std::string& detail, const std::string& fix) {
+    std::printf("%-6s %-10s %s\n", ok ? "ok" : "MISSING", what.c_str(), detail.c_str());
+    if (!ok) {
+      std::printf("       %-10s fix: %s\n", "", fix.c_str());
+      ++problems;
+    }
+  };
+  auto probe = [](std::vector<std::string> argv) -> std::optional<std::string> {
+    sys::Command c;
+    c.argv = std::move(argv);
+    c.timeout = std::chrono::milliseconds(30000);
+    auto r = sys::run(c);
+    if (!r.ok() || !r->success()) return std::nullopt;
+    auto lines = split_lines(r->stdout_text);
+    for (auto it = lines.rbegin(); it != lines.rend(); ++it)
+      if (!trim(*it).empty()) return std::string(trim(*it));
+    return std::string();
+  };
+
+  auto nvcc = probe({common.nvcc, "--version"});
+  line(nvcc.has_value(), "nvcc", nvcc.value_or("not found"), "install the CUDA toolkit (12.4+) and put nvcc on PATH, or pass --nvcc");
+
+  auto scratch = sys::TempDir::create("kernelpro-doctor-");
+  eval::WorkerOptions wo;
+  wo.worker_path = common.worker.empty() ? self_dir() / "kp-worker" : fs::path(common.worker);
+  wo.scratch_dir = scratch.ok() ? scratch->path() : fs::temp_directory_path();
+  eval::WorkerClient worker(wo);
+  auto dev = worker.device();
+  if (dev.ok()) {
+    line(true, "gpu", fmt::format("{} (compute {}.{}, {} SMs, {} L2, {})", dev->name, dev->cc_major, dev->cc_minor,
+                                  dev->sm_count, format_bytes(static_cast<double>(dev->l2_bytes)),
+                                  format_bytes(static_cast<double>(dev->memory_bytes))),
+         "");
+    line(true, "driver", fmt::format("CUDA driver API {}.{}, runtime {}.{}", dev->driver_version / 1000,
+                                     (dev->driver_version % 1000) / 10, dev->runtime_version / 1000,
+                                     (dev->runtime_version % 1000) / 10),
+         "");
+    line(dev->nvml, "nvml", dev->nvml ? "energy counter readable" : dev->nvml_error,
+         "energy needs libnvidia-ml.so.1 from the NVIDIA driver; without it evaluations report no energy");
+  } else {
+    line(false, "gpu", dev.error().message, "run on a machine with an NVIDIA GPU and driver; without one, eval builds and reports resources only");
+  }
+  worker.stop();
+
+  auto ncu = probe({"ncu", "--version"});
+  line(ncu.has_value(), "ncu", ncu.value_or("not found"),
+       "install Nsight Compute (ships with the CUDA toolkit) for kernel-level profiles; eval does not need it");
+  auto params = read_file("/proc/driver/nvidia/params");
+  if (params.ok()) {
+    bool admin_only = params->find("RmProfilingAdminOnly: 1") != std::string::npos;
+    bool root = geteuid() == 0;
+    line(!admin_only || root, "counters",
+         admin_only ? (root ? "restricted to admin users; running as root" : "restricted to admin users (ERR_NVGPUCTRPERM)")
+                    : "open to all users",
+         "run as root, or set NVreg_RestrictProfilingToAdminUsers=0 for the nvidia module");
+  } else {
+    line(false, "counters", "cannot read /proc/driver/nvidia/params (no NVIDIA driver)", "install the NVIDIA driver");
+  }
+
+  std::string cutlass;
+  if (const char* p = std::getenv("CUTLASS_PATH"); p && fs::exists(fs::path(p) / "include" / "cute")) cutlass = p;
+  if (cutlass.empty()) {
+    auto py = probe({"python3", "-c", "import cutlass_library, os; print(os.path.join(os.path.dirname(cutlass_library.__file__), 'source'))"});
+    if (py && fs::exists(fs::path(*py) / "include" / "cute")) cutlass = *py;
+  }
+  line(!cutlass.empty(), "cutlass", cutlass.empty() ? "not found" : cutlass,
+       "pip install nvidia-cutlass, or set CUTLASS_PATH to a CUTLASS checkout (needed for CuTe candidates only)");
+  std::printf("\n%s\n", problems == 0 ? "ready" : fmt::format("{} item(s) missing; see the fixes above", problems).c_str());
+  return dev.ok() && nvcc ? kExitOk : (nvcc ? kExitNotRun : kExitInternal);
+}
+
+}  // namespace kp::cli

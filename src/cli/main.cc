@@ -1,0 +1,66 @@
+// kernelpro: the orchestrator's command line. Fills the options structs, runs a command, prints
+// the result. Exit codes: 0 verdict ok (or check passed), 1 the candidate failed (an outcome
+// other than ok), 2 bad input or usage, 3 not run (no GPU on this machine), 4 internal or tool
+// failure.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kernelpro: build, verify, time and measure GPU kernels"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("kernelpro ") + KP_VERSION);
+  kp::cli::CommonFlags common;
+  auto add_common = [&](CLI::App* sub) {
+    sub->add_option("--arch", common.arch, "target architecture, e.g. sm_90a (default: the GPU's)");
+    sub->add_option("--nvcc", common.nvcc, "nvcc to use")->default_val("nvcc");
+    sub->add_option("--cache-dir", common.cache_dir, "build cache (default ~/.cache/kernelpro/build)");
+    sub->add_option("--worker", common.worker, "kp-worker binary (default: beside kernelpro)");
+    sub->add_flag("--json", common.json, "print JSON instead of a table");
+    sub->add_flag("--keep-scratch", common.keep_scratch, "keep the worker's scratch directory (logs)");
+  };
+
+  kp::cli::EvalFlags eval_flags;
+  CLI::App* eval = app.add_subcommand("eval", "evaluate a candidate: build, verify, time, energy");
+  eval->add_option("task", eval_flags.task, "task folder (task.toml, reference.cu)")->required();
+  eval->add_option("candidate", eval_flags.candidate, "candidate .cu (default: the task's seed.cu)");
+  eval->add_option("--trials", eval_flags.options.correctness_trials, "correctness trials with fresh inputs")->default_val(3);
+  eval->add_option("--seed", eval_flags.seed, "input seed, to reproduce an evaluation (default: private, random)");
+  eval->add_option("--timing-budget", eval_flags.options.timing_budget_s, "seconds of device time for timed calls")->default_val(0.5);
+  eval->add_option("--energy-window", eval_flags.options.energy_window_s, "seconds of calls for the energy reading")->default_val(0.5);
+  eval->add_flag("--no-energy", eval_flags.no_energy, "skip the energy measurement");
+  eval->add_option("--timeout", eval_flags.options.timeout_s, "seconds before a hanging candidate is killed")->default_val(120);
+  add_common(eval);
+
+  kp::cli::BuildFlags build_flags;
+  CLI::App* build = app.add_subcommand("build", "build a candidate and show its resource report (no GPU needed)");
+  build->add_option("task", build_flags.task, "task folder")->required();
+  build->add_option("candidate", build_flags.candidate, "candidate .cu (default: the task's seed.cu)");
+  add_common(build);
+
+  CLI::App* doctor = app.add_subcommand("doctor", "is this machine ready? GPU, driver, nvcc, ncu, NVML, counters, CUTLASS");
+  add_common(doctor);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    if (*eval) return kp::cli::run_eval(eval_flags, common);
+    if (*build) return kp::cli::run_build(build_flags, common);
+    if (*doctor) return kp::cli::run_doctor(common);
+  } catch (const kp::cli::Fatal& f) {
+    std::fprintf(stderr, "kernelpro: %s\n", f.what());
+    return 4;
+  }
+  return 2;
+}

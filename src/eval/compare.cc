@@ -1,0 +1,146 @@
+#include "eval/compare.h"
+
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace kp::eval {
+
+using task::DType;
+
+uint64_t poison_bits(DType d) {
+  switch (d) {
+    case DType::kFp32: return 0x7FC0DEADull;
+    case DType::kFp16: return 0x7E5Bull;
+    case DType::kBf16: return 0x7FDBull;
+    case DType::kFp64: return 0x7FF8DEADBEEFDEADull;
+    case DType::kInt32: return 0x7EADBEEFull;
+    case DType::kInt64: return 0x7EADBEEFDEADBEEFull;
+    case DType::kBool: return 0xA5ull;
+  }
+  return 0;
+}
+
+float half_to_float(uint16_t h) {
+  uint32_t sign = (h >> 15) & 1u, exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
+  float v;
+  if (exp == 0) v = std::ldexp(static_cast<float>(mant), -24);
+  else if (exp == 31) v = mant ? std::nanf("") : INFINITY;
+  else v = std::ldexp(static_cast<float>(mant | 0x400u), static_cast<int>(exp) - 25);
+  return sign ? -v : v;
+}
+
+float bf16_to_float(uint16_t b) {
+  uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+double element_as_double(const void* data, DType d, int64_t i) {
+  const char* p = static_cast<const char*>(data);
+  switch (d) {
+    case DType::kFp32: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
+    case DType::kFp64: { double v; std::memcpy(&v, p + 8 * i, 8); return v; }
+    case DType::kFp16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return half_to_float(v); }
+    case DType::kBf16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return bf16_to_float(v); }
+    case DType::kInt32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
+    case DType::kInt64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
+    case DType::kBool: return static_cast<unsigned char>(p[i]);
+  }
+  return 0;
+}
+
+static uint64_t raw_bits(const void* data, DType d, int64_t i) {
+  size_t sz = task::dtype_size(d);
+  uint64_t v = 0;
+  std::memcpy(&v, static_cast<const char*>(data) + sz * i, sz);
+  return v;
+}
+
+std::string format_index(int64_t flat, const std::vector<int64_t>& shape) {
+  if (shape.empty()) return "[]";
+  std::vector<int64_t> idx(shape.size());
+  for (size_t k = shape.size(); k-- > 0;) {
+    idx[k] = flat % shape[k];
+    flat /= shape[k];
+  }
+  std::string out = "[";
+  for (size_t k = 0; k < idx.size(); ++k) out += (k ? ", " : "") + std::to_string(idx[k]);
+  return out + "]";
+}
+
+OutputCheck check_output(const void* out, const void* ref, DType d, int64_t n, const task::Tolerance& tol,
+                         const std::vector<int64_t>& shape) {
+  OutputCheck c;
+  c.elements = n;
+  const uint64_t poison = poison_bits(d);
+  const bool floating = task::is_floating(d);
+  double err_sq = 0, ref_sq = 0;
+  double ref_min = INFINITY, ref_max = -INFINITY;
+  uint64_t first_out_bits = n > 0 ? raw_bits(out, d, 0) : 0;
+  bool out_constant = true;
+  std::string first_detail;
+  auto note_bad = [&](int64_t i, std::string detail) {
+    if (c.first_bad_index < 0) {
+      c.first_bad_index = i;
+      first_detail = std::move(detail);
+    }
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t ob = raw_bits(out, d, i), rb = raw_bits(ref, d, i);
+    if (ob != first_out_bits) out_constant = false;
+    double o = element_as_double(out, d, i), r = element_as_double(ref, d, i);
+    if (!std::isfinite(r)) {
+      ++c.reference_nonfinite;
+      continue;
+    }
+    ref_min = std::min(ref_min, r);
+    ref_max = std::max(ref_max, r);
+    if (ob == poison && rb != poison) {
+      ++c.unwritten;
+      note_bad(i, "never written (still holds the poison pattern)");
+      continue;
+    }
+    if (!std::isfinite(o)) {
+      ++c.nonfinite;
+      note_bad(i, fmt::format("got {} where the reference is {:.6g}", o, r));
+      continue;
+    }
+    double diff = std::fabs(o - r);
+    c.max_abs_error = std::max(c.max_abs_error, diff);
+    if (r != 0) c.max_rel_error = std::max(c.max_rel_error, diff / std::fabs(r));
+    err_sq += diff * diff;
+    ref_sq += r * r;
+    bool bad = floating ? diff > tol.atol + tol.rtol * std::fabs(r) : diff != 0;
+    if (bad) {
+      ++c.mismatches;
+      note_bad(i, fmt::format("got {:.6g}, expected {:.6g} (|diff| {:.3g} > {:.3g})", o, r, diff,
+                              floating ? tol.atol + tol.rtol * std::fabs(r) : 0.0));
+    }
+  }
+  c.rel_norm_error = ref_sq > 0 ? std::sqrt(err_sq) / std::sqrt(ref_sq) : std::sqrt(err_sq);
+  c.constant_output = n > 1 && out_constant && ref_min < ref_max;
+
+  auto where = [&]() { return fmt::format("element {}", format_index(c.first_bad_index, shape)); };
+  if (c.reference_nonfinite > 0) {
+    c.reason = fmt::format("the reference produced {} NaN/Inf values: the task's inputs are outside the function's domain; fix the task, not the candidate",
+                           c.reference_nonfinite);
+  } else if (c.unwritten > 0) {
+    c.reason = fmt::format("{} of {} elements never written; first at {}", c.unwritten, n, where());
+  } else if (c.nonfinite > 0) {
+    c.reason = fmt::format("{} NaN/Inf values; first at {}: {}", c.nonfinite, where(), first_detail);
+  } else if (c.constant_output) {
+    c.reason = fmt::format("constant output ({}) while the reference varies from {:.6g} to {:.6g}",
+                           element_as_double(out, d, 0), ref_min, ref_max);
+  } else if (c.mismatches > 0) {
+    c.reason = fmt::format("{} of {} elements out of tolerance; first at {}: {}", c.mismatches, n, where(), first_detail);
+  } else if (floating && c.rel_norm_error > tol.rel_norm) {
+    c.reason = fmt::format("relative error norm {:.3g} exceeds {:.3g}", c.rel_norm_error, tol.rel_norm);
+  }
+  c.passed = c.reason.empty();
+  return c;
+}
+
+}  // namespace kp::eval

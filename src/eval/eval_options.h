@@ -1,0 +1,44 @@
+// Options of one evaluation: how correctness is checked, how time and energy are measured.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace kp::eval {
+
+struct EvalOptions {
+  // Correctness trials, each with fresh random inputs. Default 3.
+  int correctness_trials = 3;
+  // Seed of the input generator. Unset: a private seed drawn from the OS per evaluation, so a
+  // candidate cannot be tuned to the inputs. Set (--seed) to reproduce an evaluation.
+  std::optional<uint64_t> seed;
+  // Calls before timing starts (module load, first-touch, clocks ramping). Default 5.
+  int warmup_calls = 5;
+  // Device time to spend on timed calls, seconds; the trial count follows from the first
+  // estimate, clamped to [min_trials, max_trials]. Default 0.5 s, at least 20, at most 2000.
+  double timing_budget_s = 0.5;
+  int min_trials = 20;
+  int max_trials = 2000;
+  // Input sets that the timed calls rotate through, so repeated calls do not see their inputs
+  // already in L2. Capped so that all sets fit in a quarter of free device memory. Default 3.
+  int input_sets = 3;
+  // Calls below this median time are timed by CUDA-graph replay instead of one event pair per
+  // call, which would mostly measure launch overhead. Microseconds; default 20.
+  double graph_threshold_us = 20.0;
+  // Calls captured into one graph when graph replay is used. Default 20.
+  int graph_calls = 20;
+  // Work escaped the stream when the wall time of a call (launch to device-wide sync) exceeds
+  // wall_ratio * event time + wall_slack_us. Defaults 1.5 and 100 us.
+  double wall_ratio = 1.5;
+  double wall_slack_us = 100.0;
+  // Energy: NVML total-energy counter around back-to-back calls for at least this long
+  // (the counter updates about every 100 ms). Seconds; default 0.5. 0 disables energy.
+  double energy_window_s = 0.5;
+  // Idle power window, measured once per worker. Seconds; default 0.5.
+  double idle_window_s = 0.5;
+  // Watchdog: the worker is killed and the outcome is `timeout` when one evaluation takes
+  // longer than this. Seconds; default 120.
+  double timeout_s = 120.0;
+};
+
+}  // namespace kp::eval

@@ -1,0 +1,233 @@
+#include "eval/protocol.h"
+
+#include <fmt/format.h>
+
+namespace kp::eval {
+
+using nlohmann::json;
+
+json to_json(const task::Task& t) {
+  auto tensor = [](const task::TensorSpec& s, bool input) {
+    json j = {{"name", s.name}, {"dtype", task::to_string(s.dtype)}, {"shape", s.shape}};
+    if (input) j["init"] = {{"dist", task::to_string(s.init.kind)}, {"a", s.init.a}, {"b", s.init.b}};
+    return j;
+  };
+  json j = {{"name", t.name}, {"inputs", json::array()}, {"outputs", json::array()}, {"scalars", json::array()},
+            {"tolerances", json::array()}};
+  for (const auto& s : t.inputs) j["inputs"].push_back(tensor(s, true));
+  for (size_t i = 0; i < t.outputs.size(); ++i) {
+    j["outputs"].push_back(tensor(t.outputs[i], false));
+    auto tol = t.tolerance_for(i);
+    j["tolerances"].push_back({{"atol", tol.atol}, {"rtol", tol.rtol}, {"rel_norm", tol.rel_norm}});
+  }
+  for (const auto& s : t.scalars)
+    j["scalars"].push_back({{"name", s.name}, {"is_integer", s.is_integer}, {"f", s.f}, {"i", s.i}});
+  j["ideal_flops"] = t.ideal_flops;
+  j["ideal_bytes"] = t.ideal_bytes;
+  return j;
+}
+
+Result<task::Task> task_from_json(const json& j) {
+  try {
+    task::Task t;
+    t.name = j.at("name").get<std::string>();
+    auto tensor = [](const json& e, bool input) -> Result<task::TensorSpec> {
+      task::TensorSpec s;
+      s.name = e.at("name").get<std::string>();
+      auto dt = task::dtype_from_string(e.at("dtype").get<std::string>());
+      if (!dt) return make_error(ErrorCode::kProtocol, "unknown dtype in task message");
+      s.dtype = *dt;
+      s.shape = e.at("shape").get<std::vector<int64_t>>();
+      if (input) {
+        auto k = task::dist_kind_from_string(e.at("init").at("dist").get<std::string>());
+        if (!k) return make_error(ErrorCode::kProtocol, "unknown distribution in task message");
+        s.init = {*k, e["init"].at("a").get<double>(), e["init"].at("b").get<double>()};
+      }
+      return s;
+    };
+    for (const auto& e : j.at("inputs")) {
+      KP_TRY(auto s, tensor(e, true));
+      t.inputs.push_back(s);
+    }
+    for (const auto& e : j.at("outputs")) {
+      KP_TRY(auto s, tensor(e, false));
+      t.outputs.push_back(s);
+    }
+    for (const auto& e : j.at("scalars"))
+      t.scalars.push_back({e.at("name").get<std::string>(), e.at("is_integer").get<bool>(), e.at("f").get<double>(),
+                           e.at("i").get<int64_t>()});
+    // The message carries the resolved tolerance of each output. When they differ they are the
+    // per-dtype defaults, which tolerance_for() recomputes; when equal, keep them as an override.
+    const auto& tols = j.at("tolerances");
+    bool all_equal = !tols.empty();
+    for (const auto& e : tols) all_equal = all_equal && e == tols[0];
+    if (all_equal) {
+      t.tolerance = task::Tolerance{tols[0].at("atol").get<double>(), tols[0].at("rtol").get<double>(),
+                                    tols[0].at("rel_norm").get<double>()};
+    }
+    t.ideal_flops = j.value("ideal_flops", 0.0);
+    t.ideal_bytes = j.value("ideal_bytes", 0.0);
+    return t;
+  } catch (const json::exception& e) {
+    return make_error(ErrorCode::kProtocol, fmt::format("malformed task message: {}", e.what()));
+  }
+}
+
+json to_json(const EvalOptions& o) {
+  json j = {{"correctness_trials", o.correctness_trials}, {"warmup_calls", o.warmup_calls},
+            {"timing_budget_s", o.timing_budget_s},       {"min_trials", o.min_trials},
+            {"max_trials", o.max_trials},                 {"input_sets", o.input_sets},
+            {"graph_threshold_us", o.graph_threshold_us}, {"graph_calls", o.graph_calls},
+            {"wall_ratio", o.wall_ratio},                 {"wall_slack_us", o.wall_slack_us},
+            {"energy_window_s", o.energy_window_s},       {"idle_window_s", o.idle_window_s},
+            {"timeout_s", o.timeout_s}};
+  if (o.seed) j["seed"] = *o.seed;
+  return j;
+}
+
+EvalOptions eval_options_from_json(const json& j) {
+  EvalOptions o;
+  o.correctness_trials = j.value("correctness_trials", o.correctness_trials);
+  o.warmup_calls = j.value("warmup_calls", o.warmup_calls);
+  o.timing_budget_s = j.value("timing_budget_s", o.timing_budget_s);
+  o.min_trials = j.value("min_trials", o.min_trials);
+  o.max_trials = j.value("max_trials", o.max_trials);
+  o.input_sets = j.value("input_sets", o.input_sets);
+  o.graph_threshold_us = j.value("graph_threshold_us", o.graph_threshold_us);
+  o.graph_calls = j.value("graph_calls", o.graph_calls);
+  o.wall_ratio = j.value("wall_ratio", o.wall_ratio);
+  o.wall_slack_us = j.value("wall_slack_us", o.wall_slack_us);
+  o.energy_window_s = j.value("energy_window_s", o.energy_window_s);
+  o.idle_window_s = j.value("idle_window_s", o.idle_window_s);
+  o.timeout_s = j.value("timeout_s", o.timeout_s);
+  if (j.contains("seed")) o.seed = j["seed"].get<uint64_t>();
+  return o;
+}
+
+json to_json(const DeviceInfo& d) {
+  return {{"name", d.name},       {"cc_major", d.cc_major},   {"cc_minor", d.cc_minor},
+          {"sm_count", d.sm_count}, {"l2_bytes", d.l2_bytes}, {"memory_bytes", d.memory_bytes},
+          {"driver_version", d.driver_version}, {"runtime_version", d.runtime_version},
+          {"pci_bus_id", d.pci_bus_id}, {"nvml", d.nvml}, {"nvml_error", d.nvml_error}};
+}
+
+DeviceInfo device_info_from_json(const json& j) {
+  DeviceInfo d;
+  d.name = j.value("name", "");
+  d.cc_major = j.value("cc_major", 0);
+  d.cc_minor = j.value("cc_minor", 0);
+  d.sm_count = j.value("sm_count", 0);
+  d.l2_bytes = j.value("l2_bytes", int64_t{0});
+  d.memory_bytes = j.value("memory_bytes", int64_t{0});
+  d.driver_version = j.value("driver_version", 0);
+  d.runtime_version = j.value("runtime_version", 0);
+  d.pci_bus_id = j.value("pci_bus_id", "");
+  d.nvml = j.value("nvml", false);
+  d.nvml_error = j.value("nvml_error", "");
+  return d;
+}
+
+json to_json(const OutputCheck& c) {
+  return {{"passed", c.passed},
+          {"reason", c.reason},
+          {"elements", c.elements},
+          {"mismatches", c.mismatches},
+          {"unwritten", c.unwritten},
+          {"nonfinite", c.nonfinite},
+          {"reference_nonfinite", c.reference_nonfinite},
+          {"first_bad_index", c.first_bad_index},
+          {"max_abs_error", c.max_abs_error},
+          {"max_rel_error", c.max_rel_error},
+          {"rel_norm_error", c.rel_norm_error},
+          {"constant_output", c.constant_output}};
+}
+
+OutputCheck output_check_from_json(const json& j) {
+  OutputCheck c;
+  c.passed = j.value("passed", false);
+  c.reason = j.value("reason", "");
+  c.elements = j.value("elements", int64_t{0});
+  c.mismatches = j.value("mismatches", int64_t{0});
+  c.unwritten = j.value("unwritten", int64_t{0});
+  c.nonfinite = j.value("nonfinite", int64_t{0});
+  c.reference_nonfinite = j.value("reference_nonfinite", int64_t{0});
+  c.first_bad_index = j.value("first_bad_index", int64_t{-1});
+  c.max_abs_error = j.value("max_abs_error", 0.0);
+  c.max_rel_error = j.value("max_rel_error", 0.0);
+  c.rel_norm_error = j.value("rel_norm_error", 0.0);
+  c.constant_output = j.value("constant_output", false);
+  return c;
+}
+
+json to_json(const WorkerReport& r) {
+  json j = {{"outcome", to_string(r.outcome)}, {"reason", r.reason},       {"trials_run", r.trials_run},
+            {"checks", json::array()},         {"output_names", r.output_names}, {"mutated_input", r.mutated_input},
+            {"reference_seconds", r.reference_seconds}, {"seed", r.seed}};
+  for (const auto& c : r.checks) j["checks"].push_back(to_json(c));
+  if (r.timing) {
+    j["timing"] = {{"method", r.timing->method},           {"samples_s", r.timing->samples_s},
+                   {"wall_s", r.timing->wall_s},           {"warmup_calls", r.timing->warmup_calls},
+                   {"input_sets", r.timing->input_sets},   {"l2_flush_bytes", r.timing->l2_flush_bytes}};
+  }
+  if (r.energy) {
+    const auto& e = *r.energy;
+    j["energy"] = {{"measured", e.measured},
+                   {"unavailable_reason", e.unavailable_reason},
+                   {"joules_per_call", e.joules_per_call},
+                   {"dynamic_joules_per_call", e.dynamic_joules_per_call},
+                   {"average_watts", e.average_watts},
+                   {"idle_watts", e.idle_watts},
+                   {"window_s", e.window_s},
+                   {"calls", e.calls},
+                   {"sm_clock_mhz", e.sm_clock_mhz},
+                   {"temperature_c", e.temperature_c}};
+  }
+  return j;
+}
+
+Result<WorkerReport> worker_report_from_json(const json& j) {
+  try {
+    WorkerReport r;
+    auto outcome = outcome_from_string(j.at("outcome").get<std::string>());
+    if (!outcome) return make_error(ErrorCode::kProtocol, "worker report: unknown outcome " + j.at("outcome").dump());
+    r.outcome = *outcome;
+    r.reason = j.value("reason", "");
+    r.trials_run = j.value("trials_run", 0);
+    for (const auto& c : j.value("checks", json::array())) r.checks.push_back(output_check_from_json(c));
+    r.output_names = j.value("output_names", std::vector<std::string>{});
+    r.mutated_input = j.value("mutated_input", "");
+    r.reference_seconds = j.value("reference_seconds", 0.0);
+    r.seed = j.value("seed", uint64_t{0});
+    if (j.contains("timing")) {
+      const auto& t = j["timing"];
+      TimingReport tr;
+      tr.method = t.at("method").get<std::string>();
+      tr.samples_s = t.at("samples_s").get<std::vector<double>>();
+      tr.wall_s = t.value("wall_s", std::vector<double>{});
+      tr.warmup_calls = t.value("warmup_calls", 0);
+      tr.input_sets = t.value("input_sets", 0);
+      tr.l2_flush_bytes = t.value("l2_flush_bytes", int64_t{0});
+      r.timing = tr;
+    }
+    if (j.contains("energy")) {
+      const auto& e = j["energy"];
+      EnergyReport er;
+      er.measured = e.value("measured", false);
+      er.unavailable_reason = e.value("unavailable_reason", "");
+      er.joules_per_call = e.value("joules_per_call", 0.0);
+      er.dynamic_joules_per_call = e.value("dynamic_joules_per_call", 0.0);
+      er.average_watts = e.value("average_watts", 0.0);
+      er.idle_watts = e.value("idle_watts", 0.0);
+      er.window_s = e.value("window_s", 0.0);
+      er.calls = e.value("calls", int64_t{0});
+      er.sm_clock_mhz = e.value("sm_clock_mhz", 0u);
+      er.temperature_c = e.value("temperature_c", 0u);
+      r.energy = er;
+    }
+    return r;
+  } catch (const json::exception& e) {
+    return make_error(ErrorCode::kProtocol, fmt::format("malformed worker report: {}", e.what()));
+  }
+}
+
+}  // namespace kp::eval

@@ -1,0 +1,90 @@
+// The worker protocol: JSON lines between the orchestrator and a worker (kp-worker for native
+// tasks; the Python worker for KernelBench tasks speaks the same messages).
+//
+// The worker reads requests on fd 3 and writes one reply line per request on fd 4 (stdout and
+// stderr belong to the candidate and go to files). Requests:
+//   {"op":"hello"}                       -> {"ok":true,"device":{...}} or {"ok":false,"error":"..."}
+//   {"op":"eval","id":N,"task":{...},"reference":"/abs/ref.so","candidate":"/abs/cand.so",
+//    "options":{...},"seed":S}           -> {"ok":true,"id":N,"report":{...}}
+//   {"op":"shutdown"}                    -> the worker exits 0
+// A malformed request gets {"ok":false,"error":"..."}. Every reply is one line.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "eval/compare.h"
+#include "eval/eval_options.h"
+#include "eval/outcome.h"
+#include "task/task.h"
+#include "util/result.h"
+
+namespace kp::eval {
+
+constexpr int kProtocolVersion = 1;
+constexpr int kRequestFd = 3;  // in the worker: requests arrive here
+constexpr int kReplyFd = 4;    // in the worker: replies go here
+
+struct DeviceInfo {
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  int64_t l2_bytes = 0;
+  int64_t memory_bytes = 0;
+  int driver_version = 0, runtime_version = 0;
+  std::string pci_bus_id;
+  bool nvml = false;              // NVML loaded and the device found
+  std::string nvml_error;         // why not, when nvml is false
+};
+
+struct TimingReport {
+  std::string method;             // "events" (one event pair per call) or "graph" (replay of graph_calls calls)
+  std::vector<double> samples_s;  // device time per call, one entry per timed trial
+  std::vector<double> wall_s;     // launch-to-device-sync wall time per call ("events" only)
+  int warmup_calls = 0;
+  int input_sets = 0;
+  int64_t l2_flush_bytes = 0;     // zeroed before each timed call ("events")
+};
+
+struct EnergyReport {
+  bool measured = false;
+  std::string unavailable_reason;  // when not measured
+  double joules_per_call = 0;      // counter difference / calls
+  double dynamic_joules_per_call = 0;  // minus idle power over the window
+  double average_watts = 0;
+  double idle_watts = 0;
+  double window_s = 0;
+  int64_t calls = 0;
+  unsigned sm_clock_mhz = 0;       // read at the end of the window
+  unsigned temperature_c = 0;
+};
+
+// What a worker found for one evaluation.
+struct WorkerReport {
+  Outcome outcome = Outcome::kCrash;
+  std::string reason;                    // why, when not ok
+  int trials_run = 0;                    // correctness trials completed
+  std::vector<OutputCheck> checks;       // per output, from the failing trial or the last one
+  std::vector<std::string> output_names;
+  std::string mutated_input;             // name of an input the candidate wrote to, if any
+  std::optional<TimingReport> timing;    // present when outcome is ok (or rejected after timing)
+  std::optional<EnergyReport> energy;
+  double reference_seconds = 0;          // median time of the reference, same method
+  uint64_t seed = 0;                     // the seed that drew the inputs
+};
+
+nlohmann::json to_json(const task::Task& task);
+Result<task::Task> task_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const EvalOptions& o);
+EvalOptions eval_options_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const DeviceInfo& d);
+DeviceInfo device_info_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const OutputCheck& c);
+OutputCheck output_check_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const WorkerReport& r);
+// kProtocol when a field is missing or has the wrong type; the message names it.
+Result<WorkerReport> worker_report_from_json(const nlohmann::json& j);
+
+}  // namespace kp::eval

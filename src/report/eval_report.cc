@@ -1,0 +1,121 @@
+#include "report/eval_report.h"
+
+#include <fmt/format.h>
+
+#include "util/strings.h"
+
+namespace kp::report {
+
+using nlohmann::json;
+
+namespace {
+
+std::string resources_text(const build::BuildResult& b) {
+  std::string out;
+  for (const auto& k : b.resources.kernels) {
+    out += fmt::format("  {:<40} {:>3} regs  {:>7} smem  {:>5} stack  spills {}/{} B{}\n",
+                       k.name.size() > 40 ? k.name.substr(0, 37) + "..." : k.name, k.registers,
+                       format_bytes(static_cast<double>(k.shared_bytes)), k.stack_frame_bytes, k.spill_store_bytes,
+                       k.spill_load_bytes, k.has_spills() ? "  <- spills" : "");
+  }
+  return out;
+}
+
+json build_json(const build::BuildResult& b) {
+  json kernels = json::array();
+  for (const auto& k : b.resources.kernels) {
+    kernels.push_back({{"name", k.name}, {"mangled_name", k.mangled_name}, {"registers", k.registers},
+                       {"barriers", k.barriers}, {"shared_bytes", k.shared_bytes}, {"stack_frame_bytes", k.stack_frame_bytes},
+                       {"spill_store_bytes", k.spill_store_bytes}, {"spill_load_bytes", k.spill_load_bytes}});
+  }
+  json diags = json::array();
+  for (const auto& d : b.diagnostics) {
+    diags.push_back({{"file", d.file}, {"line", d.line}, {"column", d.column},
+                     {"severity", build::to_string(d.severity)}, {"message", d.message}});
+  }
+  return {{"ok", b.ok}, {"cache_hit", b.cache_hit}, {"seconds", b.seconds}, {"key", b.key},
+          {"artifact", b.artifact.string()}, {"tune", b.tune}, {"kernels", kernels}, {"diagnostics", diags}};
+}
+
+}  // namespace
+
+std::string format_eval_text(const task::Task& task, const eval::EvalResult& r) {
+  std::string o;
+  o += fmt::format("task       {}  ({})\n", task.name, task.description);
+  o += fmt::format("candidate  {}\n", r.candidate.string());
+  if (r.device) o += fmt::format("device     {} (sm_{}{}, {} SMs)\n", r.device->name, r.device->cc_major, r.device->cc_minor, r.device->sm_count);
+  o += fmt::format("verdict    {}\n", eval::to_string(r.outcome));
+  if (!r.reason.empty()) o += fmt::format("reason     {}\n", r.reason);
+  if (r.candidate_build) {
+    const auto& b = *r.candidate_build;
+    o += fmt::format("\nbuild      {} in {}{}\n", b.ok ? "ok" : "failed", format_seconds(b.seconds), b.cache_hit ? " (cached)" : "");
+    if (!b.tune.empty()) {
+      std::vector<std::string> t;
+      for (const auto& [k, v] : b.tune) t.push_back(fmt::format("{}={}", k, v));
+      o += fmt::format("tuning     {}\n", join(t, " "));
+    }
+    if (b.ok && !b.resources.kernels.empty()) o += "resources (ptxas)\n" + resources_text(b);
+  }
+  if (r.report) {
+    const auto& rep = *r.report;
+    if (!rep.checks.empty()) {
+      o += fmt::format("\ncorrectness ({} of {} trials passed)\n", rep.trials_run, rep.trials_run + (r.outcome == eval::Outcome::kIncorrect ? 1 : 0));
+      for (size_t i = 0; i < rep.checks.size(); ++i) {
+        const auto& c = rep.checks[i];
+        o += fmt::format("  {:<12} {:<4} max abs err {:.3g}  max rel err {:.3g}  rel norm {:.3g}\n",
+                         i < rep.output_names.size() ? rep.output_names[i] : "?", c.passed ? "ok" : "FAIL", c.max_abs_error,
+                         c.max_rel_error, c.rel_norm_error);
+      }
+    }
+    if (rep.timing && r.time.count > 0) {
+      o += fmt::format("\ntime       {} median  (IQR {} .. {}, min {}, {} samples, {})\n", format_seconds(r.time.median),
+                       format_seconds(r.time.q1), format_seconds(r.time.q3), format_seconds(r.time.min), r.time.count,
+                       rep.timing->method == "graph" ? "CUDA-graph replay" : "events, L2 flushed");
+      if (r.reference_seconds > 0)
+        o += fmt::format("reference  {} median  -> speedup {:.2f}x\n", format_seconds(r.reference_seconds), r.speedup_vs_reference);
+      if (task.ideal_bytes > 0) o += fmt::format("bandwidth  {:.1f} GB/s of ideal bytes ({})\n", r.achieved_bytes_per_s / 1e9, format_bytes(task.ideal_bytes));
+      if (task.ideal_flops > 0) o += fmt::format("compute    {:.2f} TFLOP/s of ideal FLOPs\n", r.achieved_flops_per_s / 1e12);
+    }
+    if (rep.energy) {
+      const auto& e = *rep.energy;
+      if (e.measured)
+        o += fmt::format("energy     {:.4g} J/call ({:.4g} J above idle), {:.0f} W average, idle {:.0f} W, {} calls over {}, SM {} MHz, {} C\n",
+                         e.joules_per_call, e.dynamic_joules_per_call, e.average_watts, e.idle_watts, e.calls,
+                         format_seconds(e.window_s), e.sm_clock_mhz, e.temperature_c);
+      else
+        o += fmt::format("energy     not measured: {}\n", e.unavailable_reason);
+    }
+  }
+  if (!r.candidate_stdout.empty()) o += "\ncandidate stdout:\n" + r.candidate_stdout;
+  if (!r.candidate_stderr.empty()) o += "\ncandidate stderr:\n" + r.candidate_stderr;
+  o += fmt::format("\nwall       {} total: build {}, worker start {}, evaluation {}\n", format_seconds(r.total_seconds),
+                   format_seconds(r.build_seconds), format_seconds(r.worker_start_seconds), format_seconds(r.worker_seconds));
+  return o;
+}
+
+json eval_to_json(const task::Task& task, const eval::EvalResult& r) {
+  json j = {{"task", task.name},
+            {"candidate", r.candidate.string()},
+            {"outcome", eval::to_string(r.outcome)},
+            {"reason", r.reason},
+            {"candidate_stdout", r.candidate_stdout},
+            {"candidate_stderr", r.candidate_stderr},
+            {"seconds", {{"total", r.total_seconds}, {"build", r.build_seconds}, {"worker_start", r.worker_start_seconds},
+                         {"evaluation", r.worker_seconds}}}};
+  if (r.device) j["device"] = eval::to_json(*r.device);
+  if (r.candidate_build) j["build"] = build_json(*r.candidate_build);
+  if (r.reference_build) j["reference_build"] = build_json(*r.reference_build);
+  if (r.report) j["worker"] = eval::to_json(*r.report);
+  if (r.time.count > 0) {
+    j["time"] = {{"median_s", r.time.median}, {"mean_s", r.time.mean}, {"stddev_s", r.time.stddev}, {"min_s", r.time.min},
+                 {"max_s", r.time.max}, {"q1_s", r.time.q1}, {"q3_s", r.time.q3}, {"p10_s", r.time.p10},
+                 {"p90_s", r.time.p90}, {"samples", r.time.count}};
+    j["reference_median_s"] = r.reference_seconds;
+    j["speedup_vs_reference"] = r.speedup_vs_reference;
+    j["achieved_bytes_per_s"] = r.achieved_bytes_per_s;
+    j["achieved_flops_per_s"] = r.achieved_flops_per_s;
+  }
+  return j;
+}
+
+}  // namespace kp::report

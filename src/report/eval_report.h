@@ -1,0 +1,20 @@
+// Printers for one evaluation: a table for people and JSON for machines.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "eval/evaluator.h"
+
+namespace kp::report {
+
+// A human-readable verdict: outcome, reason, correctness per output, time (median and spread),
+// speedup over the reference, achieved bandwidth and FLOP/s against the task's ideal, energy,
+// the ptxas resource report, and how the wall time split.
+std::string format_eval_text(const task::Task& task, const eval::EvalResult& result);
+
+// The same content as JSON (stable field names; outcomes as strings).
+nlohmann::json eval_to_json(const task::Task& task, const eval::EvalResult& result);
+
+}  // namespace kp::report

@@ -1,0 +1,26 @@
+// Device-side helpers of the worker: input generation, output poisoning, input checksums.
+// Every function launches on the given stream and returns the launch's cudaError_t.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "task/task.h"
+
+namespace kp::worker {
+
+// Fills n elements of dtype with values drawn from dist by a counter-based generator:
+// element i of a tensor depends only on (seed, stream_id, i), so the same seed reproduces the
+// same inputs on any GPU and launch shape.
+cudaError_t fill_random(void* data, task::DType dtype, int64_t n, const task::Distribution& dist, uint64_t seed,
+                        uint64_t stream_id, cudaStream_t stream);
+
+// Writes the low `elem_size` bytes of `pattern` into each of n elements.
+cudaError_t fill_pattern(void* data, size_t elem_size, int64_t n, uint64_t pattern, cudaStream_t stream);
+
+// A 64-bit checksum of `bytes` bytes (position-dependent, so swapped or moved data changes it).
+// Synchronizes the stream; *out receives the value. `scratch` is 8 bytes of device memory.
+cudaError_t checksum(const void* data, size_t bytes, uint64_t* scratch, uint64_t* out, cudaStream_t stream);
+
+}  // namespace kp::worker

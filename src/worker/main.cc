@@ -1,0 +1,144 @@
+// kp-worker: the only process with a CUDA context for native tasks. It serves the JSON-lines
+// protocol of eval/protocol.h on fds 3 (requests) and 4 (replies); stdout and stderr belong to
+// the candidates. It exits after a sticky CUDA error, since its context is then lost; the
+// orchestrator starts a new one.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <random>
+#include <string>
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "eval/protocol.h"
+#include "worker/native_evaluator.h"
+#include "worker/nvml_energy.h"
+
+namespace {
+
+using nlohmann::json;
+
+bool write_reply(FILE* out, const json& reply) {
+  std::string line = reply.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  return std::fwrite(line.data(), 1, line.size(), out) == line.size() && std::fflush(out) == 0;
+}
+
+kp::Result<kp::eval::DeviceInfo> open_device() {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0)
+    return kp::make_error(kp::ErrorCode::kUnavailable,
+                          fmt::format("no CUDA device ({}): run on a machine with an NVIDIA GPU and driver",
+                                      e == cudaSuccess ? "count is 0" : cudaGetErrorString(e)));
+  cudaDeviceProp p{};
+  if ((e = cudaGetDeviceProperties(&p, 0)) != cudaSuccess)
+    return kp::make_error(kp::ErrorCode::kUnavailable, fmt::format("cudaGetDeviceProperties: {}", cudaGetErrorString(e)));
+  cudaSetDevice(0);
+  kp::eval::DeviceInfo d;
+  d.name = p.name;
+  d.cc_major = p.major;
+  d.cc_minor = p.minor;
+  d.sm_count = p.multiProcessorCount;
+  d.l2_bytes = p.l2CacheSize;
+  d.memory_bytes = static_cast<int64_t>(p.totalGlobalMem);
+  cudaDriverGetVersion(&d.driver_version);
+  cudaRuntimeGetVersion(&d.runtime_version);
+  char bus[64] = {0};
+  cudaDeviceGetPCIBusId(bus, sizeof bus, 0);
+  d.pci_bus_id = bus;
+  return d;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int request_fd = kp::eval::kRequestFd, reply_fd = kp::eval::kReplyFd;
+  if (argc > 1 && std::string(argv[1]) == "--stdio") {  // for manual debugging
+    request_fd = 0;
+    reply_fd = 1;
+  }
+  FILE* in = fdopen(request_fd, "r");
+  FILE* out = fdopen(reply_fd, "w");
+  if (!in || !out) {
+    std::fprintf(stderr, "kp-worker: fds %d and %d must be open (the orchestrator starts this program)\n", request_fd, reply_fd);
+    return 2;
+  }
+  std::unique_ptr<kp::worker::NativeEvaluator> evaluator;
+  kp::eval::DeviceInfo device;
+  std::string device_error;
+  bool device_opened = false;
+  auto ensure_device = [&]() {
+    if (device_opened) return;
+    device_opened = true;
+    auto d = open_device();
+    if (!d.ok()) {
+      device_error = d.error().message;
+      return;
+    }
+    device = *d;
+    auto nvml = kp::worker::Nvml::open(device.pci_bus_id);
+    if (nvml.ok()) {
+      device.nvml = true;
+    } else {
+      device.nvml_error = nvml.error().message;
+    }
+    evaluator = std::make_unique<kp::worker::NativeEvaluator>(device, nvml.ok() ? std::move(*nvml) : nullptr);
+  };
+
+  char* buf = nullptr;
+  size_t cap = 0;
+  while (true) {
+    ssize_t len = getline(&buf, &cap, in);
+    if (len < 0) break;  // the orchestrator closed the channel
+    json req = json::parse(std::string(buf, static_cast<size_t>(len)), nullptr, false);
+    if (req.is_discarded() || !req.is_object() || !req.contains("op")) {
+      write_reply(out, {{"ok", false}, {"error", "malformed request: expected a JSON object with \"op\""}});
+      continue;
+    }
+    std::string op = req.value("op", "");
+    if (op == "shutdown") break;
+    if (op == "hello") {
+      ensure_device();
+      if (!evaluator) {
+        write_reply(out, {{"ok", false}, {"error", device_error}, {"protocol", kp::eval::kProtocolVersion}});
+      } else {
+        write_reply(out, {{"ok", true}, {"device", kp::eval::to_json(device)}, {"protocol", kp::eval::kProtocolVersion}});
+      }
+      continue;
+    }
+    if (op != "eval") {
+      write_reply(out, {{"ok", false}, {"error", fmt::format("unknown op \"{}\" (hello, eval, shutdown)", op)}});
+      continue;
+    }
+    ensure_device();
+    json reply = {{"id", req.value("id", 0)}};
+    if (!evaluator) {
+      reply["ok"] = false;
+      reply["error"] = device_error;
+      write_reply(out, reply);
+      continue;
+    }
+    auto task = kp::eval::task_from_json(req.value("task", json::object()));
+    if (!task.ok()) {
+      reply["ok"] = false;
+      reply["error"] = task.error().message;
+      write_reply(out, reply);
+      continue;
+    }
+    kp::eval::EvalOptions options = kp::eval::eval_options_from_json(req.value("options", json::object()));
+    uint64_t seed = options.seed ? *options.seed : std::random_device{}() * 0x100000001ull + std::random_device{}();
+    bool poisoned = false;
+    kp::eval::WorkerReport report =
+        evaluator->evaluate(*task, req.value("reference", ""), req.value("candidate", ""), options, seed, &poisoned);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    reply["ok"] = true;
+    reply["report"] = kp::eval::to_json(report);
+    write_reply(out, reply);
+    if (poisoned) return 3;  // the context is lost; the orchestrator starts a fresh worker
+  }
+  return 0;
+}

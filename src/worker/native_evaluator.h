@@ -1,0 +1,35 @@
+// The worker's evaluation of one native candidate against its task's reference: correctness
+// trials, timing and energy (DESIGN.md section 5). Runs inside kp-worker, the only process with
+// a CUDA context.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "eval/eval_options.h"
+#include "eval/protocol.h"
+#include "task/task.h"
+#include "worker/nvml_energy.h"
+
+namespace kp::worker {
+
+class NativeEvaluator {
+ public:
+  // nvml may be null (energy then reports nvml_error as the reason it was not measured).
+  NativeEvaluator(eval::DeviceInfo device, std::unique_ptr<Nvml> nvml);
+  ~NativeEvaluator();
+
+  // Evaluates the candidate at cand_path against the reference at ref_path. Every failure of
+  // the candidate is an outcome in the report. After a sticky CUDA error (illegal address,
+  // trap, launch failure) the context is unusable: *context_poisoned is set and the caller must
+  // exit after replying.
+  eval::WorkerReport evaluate(const task::Task& task, const std::string& ref_path, const std::string& cand_path,
+                              const eval::EvalOptions& options, uint64_t seed, bool* context_poisoned);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kp::worker

@@ -1,0 +1,10 @@
+// Accepted by the CUDA front end but rejected by the host compiler (gcc) when it optimizes
+// the call: gcc reports it in its own format, with an "In function" preamble.
+__attribute__((error("do not call checked_abort from host code"))) void checked_abort();
+
+__global__ void fill(float* p) { p[threadIdx.x] = 1.0f; }
+
+void launch(float* p, int n) {
+  if (n < 0) checked_abort();
+  fill<<<1, 32>>>(p);
+}

@@ -1,0 +1,11 @@
+// Several front-end errors in one file, one on an unindented line.
+struct Pair { int a; int b; };
+
+__device__ int first(Pair p) { return p.a; }
+
+__global__ void mix(int* out, float* f) {
+Pair p = 3;
+  int* q = f;
+  out[0] = first(1.0f) + *q;
+  out[1] = p.c;
+}

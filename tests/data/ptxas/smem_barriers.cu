@@ -1,0 +1,11 @@
+// Static shared memory and __syncthreads: a block-wide tree reduction.
+__global__ void smem_reduce(const float* in, float* out) {
+  __shared__ float tile[256];
+  tile[threadIdx.x] = in[blockIdx.x * 256 + threadIdx.x];
+  __syncthreads();
+  for (int s = 128; s > 0; s >>= 1) {
+    if (threadIdx.x < s) tile[threadIdx.x] += tile[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = tile[0];
+}

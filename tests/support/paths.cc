@@ -1,0 +1,44 @@
+#include "tests/support/paths.h"
+
+#include "eval/worker_client.h"
+#include "sys/subprocess.h"
+#include "sys/temp_dir.h"
+
+namespace kp::testing {
+
+namespace fs = std::filesystem;
+
+fs::path source_dir() { return KP_SOURCE_DIR; }
+fs::path test_data_dir() { return KP_TEST_DATA_DIR; }
+fs::path binary_dir() { return KP_BINARY_DIR; }
+fs::path examples_dir() { return source_dir() / "examples"; }
+fs::path kernelpro_binary() { return binary_dir() / "kernelpro"; }
+fs::path worker_binary() { return binary_dir() / "kp-worker"; }
+
+std::optional<std::string> nvcc_missing() {
+  static std::optional<std::string> cached = [] () -> std::optional<std::string> {
+    sys::Command c;
+    c.argv = {"nvcc", "--version"};
+    auto r = sys::run(c);
+    if (!r.ok() || !r->success()) return std::string("nvcc is not on PATH (toolchain tests need the CUDA toolkit)");
+    return std::nullopt;
+  }();
+  return cached;
+}
+
+std::optional<std::string> gpu_missing() {
+  static std::optional<std::string> cached = [] () -> std::optional<std::string> {
+    auto scratch = sys::TempDir::create("kp-test-gpu-");
+    if (!scratch.ok()) return scratch.error().message;
+    eval::WorkerOptions o;
+    o.worker_path = worker_binary();
+    o.scratch_dir = scratch->path();
+    eval::WorkerClient w(o);
+    auto d = w.device();
+    if (!d.ok()) return "no GPU: " + d.error().message;
+    return std::nullopt;
+  }();
+  return cached;
+}
+
+}  // namespace kp::testing

@@ -1,0 +1,23 @@
+// Paths the tests need: the source tree, its test data, the build's binaries; and whether the
+// tools of a tier are present (tests that need a missing one GTEST_SKIP with the reason).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace kp::testing {
+
+std::filesystem::path source_dir();
+std::filesystem::path test_data_dir();
+std::filesystem::path binary_dir();
+std::filesystem::path examples_dir();
+std::filesystem::path kernelpro_binary();
+std::filesystem::path worker_binary();
+
+// Why nvcc cannot be used here, or nullopt when it can.
+std::optional<std::string> nvcc_missing();
+// Why no GPU can be used here (the worker's own words), or nullopt when one can.
+std::optional<std::string> gpu_missing();
+
+}  // namespace kp::testing
