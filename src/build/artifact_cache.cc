@@ -27,8 +27,9 @@ Error io_error(const std::string& what, const fs::path& path, int err) {
 Status check_key(const std::string& key) {
   bool hex = key.find_first_not_of("0123456789abcdef") == std::string::npos;
   if (!hex || key.size() < kMinKeyLength || key.size() > kMaxKeyLength) {
-    return make_error(ErrorCode::kInvalidInput, "artifact cache key '" + key +
-                                                    "' is not 3 to 128 lowercase hex digits (use sha256_hex)");
+    return make_error(
+        ErrorCode::kInvalidInput,
+        "artifact cache key '" + key + "' is not 3 to 128 lowercase hex digits (use sha256_hex)");
   }
   return ok_status();
 }
@@ -123,7 +124,8 @@ Result<std::optional<CachedArtifact>> ArtifactCache::lookup(const std::string& k
   KP_TRY(std::optional<std::string> log, read_if_exists(dir / kLogFile));
   std::error_code ec;
   if (!log || !fs::is_regular_file(dir / kArtifactFile, ec)) return std::optional<CachedArtifact>();
-  return std::optional<CachedArtifact>(CachedArtifact{key, dir / kArtifactFile, std::move(*log), std::move(meta)});
+  return std::optional<CachedArtifact>(
+      CachedArtifact{key, dir / kArtifactFile, std::move(*log), std::move(meta)});
 }
 
 Result<CachedArtifact> ArtifactCache::store(const std::string& key, const fs::path& built_file,
@@ -156,7 +158,8 @@ Result<CachedArtifact> ArtifactCache::store(const std::string& key, const fs::pa
       KP_TRY_STATUS(sync_path(dir.parent_path()));
       return CachedArtifact{key, dir / kArtifactFile, std::string(build_log), meta};
     }
-    if (errno != EEXIST && errno != ENOTEMPTY) return io_error("cannot rename " + temp.string() + " to", dir, errno);
+    if (errno != EEXIST && errno != ENOTEMPTY)
+      return io_error("cannot rename " + temp.string() + " to", dir, errno);
     KP_TRY(std::optional<CachedArtifact> existing, lookup(key));
     if (existing) return std::move(*existing);
     // Corrupted: move it aside (rename onto an empty directory replaces it), then retry. Two
@@ -167,8 +170,9 @@ Result<CachedArtifact> ArtifactCache::store(const std::string& key, const fs::pa
       return io_error("cannot move the corrupted cache entry aside:", dir, errno);
     }
   }
-  return make_error(ErrorCode::kIo, "cannot publish cache entry " + dir.string() + ": it kept changing under " +
-                                        std::to_string(kMaxPublishAttempts) + " attempts");
+  return make_error(ErrorCode::kIo, "cannot publish cache entry " + dir.string() +
+                                        ": it kept changing under " + std::to_string(kMaxPublishAttempts) +
+                                        " attempts");
 }
 
 }  // namespace kp::build

@@ -41,6 +41,20 @@ std::string detect_arch(const std::string& fallback) {
   }
 }
 
+// Whether the shared object's dynamic symbol table defines kp_run; nullopt without nm.
+std::optional<bool> exports_kp_run(const fs::path& so) {
+  sys::Command c;
+  c.argv = {"nm", "-D", "--defined-only", so.string()};
+  c.timeout = std::chrono::milliseconds(30000);
+  auto r = sys::run(c);
+  if (!r.ok() || !r->success()) return std::nullopt;
+  for (const auto& line : split_lines(r->stdout_text)) {
+    auto fields = split(std::string(trim(line)), ' ');
+    if (!fields.empty() && fields.back() == "kp_run") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string arch_for_compute_capability(int major, int minor) {
@@ -152,12 +166,12 @@ Result<BuildResult> Builder::build(const BuildRequest& request) {
 
   Sha256 h;
   h.update(*source);
-  h.update("\0abi\0");
+  h.update(std::string_view("\0abi\0", 5));
   h.update(*abi);
-  h.update("\0cmd\0");
+  h.update(std::string_view("\0cmd\0", 5));
   for (const auto& c : cmd) h.update(c + "\n");
   for (const auto& l : link) h.update(l + "\n");
-  h.update("\0nvcc\0");
+  h.update(std::string_view("\0nvcc\0", 6));
   h.update(version);
   std::string key = h.hex_digest();
 
@@ -176,6 +190,7 @@ Result<BuildResult> Builder::build(const BuildRequest& request) {
       r.key = key;
       r.command = cmd;
       r.tune = tune;
+      r.exports_kp_run = exports_kp_run(r.artifact);
       r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       return r;
     }
@@ -222,6 +237,7 @@ Result<BuildResult> Builder::compile(const BuildRequest& request, const std::str
   auto res = parse_ptxas_report(r.log);
   if (res.ok()) r.resources = *res;
   r.ok = true;
+  r.exports_kp_run = exports_kp_run(out);
   nlohmann::json meta = {{"source", request.source.string()}, {"command", full}};
   if (options_.use_cache) {
     auto stored = cache_->store(key, out, r.log, meta);

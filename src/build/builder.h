@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,9 @@ struct BuildResult {
   std::string key;                        // cache key
   std::vector<std::string> command;       // the nvcc command line
   std::map<std::string, long long> tune;  // the KP_TUNE values compiled in
+  // Whether the shared object exports kp_run, read from its dynamic symbol table with `nm -D`
+  // (nullopt when nm is unavailable: the worker's dlsym then decides).
+  std::optional<bool> exports_kp_run;
 };
 
 class Builder {

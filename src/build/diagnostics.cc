@@ -1,6 +1,7 @@
 #include "build/diagnostics.h"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <optional>
 #include <regex>
@@ -13,7 +14,8 @@ namespace {
 const std::regex kEdgHeader(
     R"(^(.+)\((\d+)\): (catastrophic error|internal error|fatal error|error|warning|remark|note)(?: #([0-9A-Za-z-]+))?: (.*)$)");
 const std::regex kGccHeader(R"(^(.+?):(\d+):(?:(\d+):)? (fatal error|error|warning|note|remark): (.*)$)");
-const std::regex kGccToolHeader(R"(^(?:cc1plus|cc1|cpp|gcc|g\+\+|c\+\+): (fatal error|error|warning|note): (.*)$)");
+const std::regex kGccToolHeader(
+    R"(^(?:cc1plus|cc1|cpp|gcc|g\+\+|c\+\+): (fatal error|error|warning|note): (.*)$)");
 const std::regex kGccPreamble(
     R"(^(?:.+: (?:In .+|At global scope):|In file included from .+[:,]|\s+from .+[:,]|\S+:\d+:(?:\d+:)?   \S.*)$)");
 const std::regex kGccOptionTag(R"( \[(-W[^\]]+)\]$)");
@@ -39,6 +41,14 @@ Severity severity_of(const std::string& word) {
   return Severity::kError;  // error, fatal error, catastrophic error, internal error, fatal
 }
 
+// The digits a regex matched as a line or column number; 0 (unknown) when it does not fit an int.
+int to_int(const std::ssub_match& digits) {
+  if (!digits.matched) return 0;
+  int value = 0;
+  auto [end, ec] = std::from_chars(&*digits.first, &*digits.first + digits.length(), value);
+  return ec == std::errc() ? value : 0;
+}
+
 // EDG gives no column; the caret under the excerpt does.
 int column_from_caret(const std::vector<std::string>& context) {
   for (size_t i = 1; i < context.size(); ++i) {
@@ -60,7 +70,7 @@ class LogParser {
     if (line.find_first_not_of(" \t") == std::string::npos) {
       close();
     } else if (std::regex_match(line, m, kEdgHeader)) {
-      open(m[1], std::stoi(m[2]), 0, severity_of(m[3]), DiagnosticTool::kFrontEnd, m[4], m[5]);
+      open(m[1], to_int(m[2]), 0, severity_of(m[3]), DiagnosticTool::kFrontEnd, m[4], m[5]);
     } else if (std::regex_match(line, m, kGccHeader)) {
       std::string message = m[5];
       std::string code;
@@ -69,8 +79,8 @@ class LogParser {
         code = tag[1];
         message.erase(tag.position(0));
       }
-      open(m[1], std::stoi(m[2]), m[3].matched ? std::stoi(m[3]) : 0, severity_of(m[4]),
-           DiagnosticTool::kHostCompiler, code, message);
+      open(m[1], to_int(m[2]), to_int(m[3]), severity_of(m[4]), DiagnosticTool::kHostCompiler, code,
+           message);
     } else if (std::regex_match(line, m, kGccToolHeader)) {
       open("", 0, 0, severity_of(m[1]), DiagnosticTool::kHostCompiler, "", m[2]);
     } else if (std::regex_match(line, m, kPtxas)) {
@@ -78,7 +88,7 @@ class LogParser {
       if (m[3] == "info" || aborted) {
         drop_line();
       } else {
-        open(m[1], m[2].matched ? std::stoi(m[2]) : 0, severity_of(m[3]), DiagnosticTool::kPtxas, m[4]);
+        open(m[1], to_int(m[2]), severity_of(m[3]), DiagnosticTool::kPtxas, m[4]);
       }
     } else if (std::regex_match(line, m, kNvlink)) {
       if (m[1] == "info") {
@@ -149,8 +159,8 @@ class LogParser {
     open(std::move(file), line, 0, severity, tool, "", std::move(message));
   }
 
-  void open(std::string file, int line, int column, Severity severity, DiagnosticTool tool,
-            std::string code, std::string message) {
+  void open(std::string file, int line, int column, Severity severity, DiagnosticTool tool, std::string code,
+            std::string message) {
     close();
     Diagnostic d;
     d.file = std::move(file);
@@ -218,8 +228,8 @@ Result<Severity> severity_from_string(std::string_view text) {
   for (Severity s : {Severity::kError, Severity::kWarning, Severity::kRemark, Severity::kNote}) {
     if (text == to_string(s)) return s;
   }
-  return make_error(ErrorCode::kInvalidInput,
-                    "unknown diagnostic severity '" + std::string(text) + "' (expected error, warning, remark or note)");
+  return make_error(ErrorCode::kInvalidInput, "unknown diagnostic severity '" + std::string(text) +
+                                                  "' (expected error, warning, remark or note)");
 }
 
 const char* to_string(DiagnosticTool tool) {
@@ -263,9 +273,11 @@ std::string summarize_diagnostics(const std::vector<Diagnostic>& diagnostics, si
   std::vector<Group> groups;
   std::set<std::string> seen;
   for (size_t i = 0; i < diagnostics.size();) {
-    Group group{&diagnostics[i], format_one(diagnostics[i])};
-    for (++i; i < diagnostics.size() && diagnostics[i].severity == Severity::kNote && group.head->severity != Severity::kNote; ++i) {
-      group.text += format_one(diagnostics[i]);
+    const Diagnostic& head = diagnostics[i++];
+    Group group{&head, format_one(head)};
+    while (head.severity != Severity::kNote && i < diagnostics.size() &&
+           diagnostics[i].severity == Severity::kNote) {
+      group.text += format_one(diagnostics[i++]);
     }
     if (seen.insert(group.text).second) groups.push_back(std::move(group));
   }
@@ -285,7 +297,8 @@ std::string summarize_diagnostics(const std::vector<Diagnostic>& diagnostics, si
   if (!left_out.empty()) {
     std::string counts;
     for (auto [severity, n] : left_out) {
-      counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " more " + to_string(severity) + (n == 1 ? "" : "s");
+      counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " more " + to_string(severity) +
+                (n == 1 ? "" : "s");
     }
     out += "... " + counts + " not shown\n";
   }

@@ -30,10 +30,10 @@
 namespace kp::build {
 
 enum class Severity {
-  kError,    // the build fails ("error", "fatal error", "catastrophic error", "fatal")
+  kError,  // the build fails ("error", "fatal error", "catastrophic error", "fatal")
   kWarning,
   kRemark,
-  kNote,     // explains the diagnostic before it (EDG "note #3328-D", gcc "note:")
+  kNote,  // explains the diagnostic before it (EDG "note #3328-D", gcc "note:")
 };
 
 // "error", "warning", "remark", "note".

@@ -142,7 +142,8 @@ TEST(DiagnosticsTest, PtxasTooMuchSharedMemory) {
   EXPECT_EQ(d[0].tool, DiagnosticTool::kPtxas);
   EXPECT_EQ(d[0].severity, Severity::kError);
   EXPECT_EQ(d[0].file, "");
-  EXPECT_EQ(d[0].message, "Entry function '_Z8big_smemPf' uses too much shared data (0x40000 bytes, 0x38c00 max)");
+  EXPECT_EQ(d[0].message,
+            "Entry function '_Z8big_smemPf' uses too much shared data (0x40000 bytes, 0x38c00 max)");
   EXPECT_TRUE(d[0].context.empty());
 }
 
@@ -219,6 +220,27 @@ TEST(DiagnosticsTest, SyntheticLinkerLines) {
   for (const auto& x : d) EXPECT_EQ(x.tool, DiagnosticTool::kLinker);
 }
 
+TEST(DiagnosticsTest, SyntheticGccInstantiationPreamble) {
+  auto d = parse_nvcc_diagnostics(
+      "kernel.cu: In instantiation of 'void f(T) [with T = int]':\n"
+      "kernel.cu:10:5:   required from here\n"
+      "kernel.cu:3:5: error: 'x' was not declared in this scope\n"
+      "    3 |   x = 1;\n"
+      "      |   ^\n"
+      "compilation terminated.\n"
+      "kernel.cu: In function 'void g()':\n"  // a preamble with nothing after it is dropped
+      "some unrelated output\n"
+      "kernel.cu(99999999999): error: a line number too large to be true\n");
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].line, 3);
+  EXPECT_EQ(d[0].column, 5);
+  ASSERT_EQ(d[0].context.size(), 4u);
+  EXPECT_EQ(d[0].context[0], "kernel.cu: In instantiation of 'void f(T) [with T = int]':");
+  EXPECT_EQ(d[0].context[1], "kernel.cu:10:5:   required from here");
+  EXPECT_EQ(d[1].line, 0);
+  EXPECT_TRUE(d[1].context.empty());
+}
+
 TEST(DiagnosticsTest, CollectTwoAloneIsALinkError) {
   auto d = parse_nvcc_diagnostics("collect2: error: ld returned 1 exit status\n");
   ASSERT_EQ(d.size(), 1u);
@@ -279,7 +301,8 @@ TEST(SummarizeDiagnosticsTest, NotesStayWithTheirErrorAndToolsNameUnlocatedOnes)
   EXPECT_EQ(text.find("more"), std::string::npos) << text;
 
   EXPECT_EQ(summarize_diagnostics(parse_file("nvcc/too_much_smem.log"), 5),
-            "ptxas: error: Entry function '_Z8big_smemPf' uses too much shared data (0x40000 bytes, 0x38c00 max)\n");
+            "ptxas: error: Entry function '_Z8big_smemPf' uses too much shared data (0x40000 bytes, 0x38c00 "
+            "max)\n");
   EXPECT_EQ(summarize_diagnostics(parse_file("nvcc/undefined_reference.log"), 5),
             "ld: error: undefined reference to `missing_host_helper'\nin function `main'\n");
 }

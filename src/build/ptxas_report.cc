@@ -16,9 +16,11 @@ const std::regex kPtxasLine(R"(^ptxas (info|warning|error|fatal)\s*: ?(.*?)\s*$)
 const std::regex kGmem(R"(^(\d+) bytes gmem\b.*$)");
 const std::regex kEntry(R"(^Compiling entry function '(.+)' for '(.+)'$)");
 const std::regex kProperties(R"(^Function properties for (\S+)$)");
-const std::regex kFrame(R"(^\s+(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads\s*$)");
+const std::regex kFrame(
+    R"(^\s+(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads\s*$)");
 const std::regex kUsed(R"(^Used (\d+) registers(.*)$)");
-const std::regex kRegisterLimit(R"(^Overriding maximum register limit \d+ for '(.+)' with\s+(\d+) of maxrregcount option$)");
+const std::regex kRegisterLimit(
+    R"(^Overriding maximum register limit \d+ for '(.+)' with\s+(\d+) of maxrregcount option$)");
 const std::regex kBarriers(R"(^used (\d+) barriers$)");
 const std::regex kSmem(R"(^(\d+) bytes smem$)");
 const std::regex kCumulativeStack(R"(^(\d+) bytes cumulative stack size$)");
@@ -99,7 +101,8 @@ class ReportParser {
   }
 
   Status frame(const std::smatch& m) {
-    if (!awaiting_frame_) return inconsistent(number_, *line_, "stack frame line without 'Function properties for'");
+    if (!awaiting_frame_)
+      return inconsistent(number_, *line_, "stack frame line without 'Function properties for'");
     KernelResources& f = functions_[*awaiting_frame_];
     awaiting_frame_.reset();
     KP_TRY(f.stack_frame_bytes, number(m[1]));
@@ -150,15 +153,15 @@ class ReportParser {
   }
 
   PtxasReport report_;
-  std::vector<KernelResources> functions_;     // entries and device functions, in log order
+  std::vector<KernelResources> functions_;  // entries and device functions, in log order
   std::map<std::string, int> register_limits_;
-  size_t module_start_ = 0;                    // index in functions_ of the current module's first
-  std::string module_arch_;                    // from the module's first "Compiling entry function"
+  size_t module_start_ = 0;  // index in functions_ of the current module's first
+  std::string module_arch_;  // from the module's first "Compiling entry function"
   int64_t module_gmem_ = 0;
-  std::optional<size_t> entry_;                // entry announced, its properties not yet seen
-  std::optional<size_t> awaiting_frame_;       // function whose stack frame line comes next
-  std::optional<size_t> awaiting_used_;        // function whose "Used" line may come next
-  size_t number_ = 0;                          // the line being parsed, for messages
+  std::optional<size_t> entry_;           // entry announced, its properties not yet seen
+  std::optional<size_t> awaiting_frame_;  // function whose stack frame line comes next
+  std::optional<size_t> awaiting_used_;   // function whose "Used" line may come next
+  size_t number_ = 0;                     // the line being parsed, for messages
   const std::string* line_ = nullptr;
 };
 

@@ -28,16 +28,16 @@ namespace kp::build {
 // sizes are per thread, shared memory per block (static __shared__ only: dynamic shared memory
 // is chosen at launch and never appears here).
 struct KernelResources {
-  std::string mangled_name;  // as ptxas prints it: "_Z10tiled_copyIfLi256EEvPKT_PS0_i"
-  std::string name;          // demangled ("void tiled_copy<float, 256>(float const*, float*, int)"),
-                             // or mangled_name when it does not demangle (extern "C")
-  std::string arch;          // "sm_90a"; "" for a device function in a module with no entry
-  bool is_entry = true;      // a __global__ kernel; false for a non-inlined device function
-  int registers = 0;         // per thread
-  int register_limit = 0;    // the -maxrregcount cap ptxas reported overriding for it, 0 if none
-  int barriers = 0;          // named barriers used (__syncthreads uses barrier 0: counts 1)
-  int64_t shared_bytes = 0;            // static shared memory
-  int64_t stack_frame_bytes = 0;       // local memory: spills, local arrays, ABI call frames
+  std::string mangled_name;       // as ptxas prints it: "_Z10tiled_copyIfLi256EEvPKT_PS0_i"
+  std::string name;               // demangled ("void tiled_copy<float, 256>(float const*, float*, int)"),
+                                  // or mangled_name when it does not demangle (extern "C")
+  std::string arch;               // "sm_90a"; "" for a device function in a module with no entry
+  bool is_entry = true;           // a __global__ kernel; false for a non-inlined device function
+  int registers = 0;              // per thread
+  int register_limit = 0;         // the -maxrregcount cap ptxas reported overriding for it, 0 if none
+  int barriers = 0;               // named barriers used (__syncthreads uses barrier 0: counts 1)
+  int64_t shared_bytes = 0;       // static shared memory
+  int64_t stack_frame_bytes = 0;  // local memory: spills, local arrays, ABI call frames
   int64_t spill_store_bytes = 0;
   int64_t spill_load_bytes = 0;
   int64_t cumulative_stack_bytes = 0;  // own frame plus the deepest callee chain's, when printed

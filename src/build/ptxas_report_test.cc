@@ -129,7 +129,8 @@ TEST(PtxasReportTest, OneKernelPerArchitecture) {
 TEST(PtxasReportTest, Warnings) {
   PtxasReport r = parse_file("ptxas/launch_bounds_warning.log");
   ASSERT_EQ(r.warnings.size(), 1u);
-  EXPECT_EQ(r.warnings[0], "Value of minnctapersm for entry _Z7boundedPf is out of range. minnctapersm will be ignored");
+  EXPECT_EQ(r.warnings[0],
+            "Value of minnctapersm for entry _Z7boundedPf is out of range. minnctapersm will be ignored");
   ASSERT_EQ(r.kernels.size(), 1u);
   EXPECT_EQ(r.kernels[0].registers, 8);
 }
@@ -151,7 +152,8 @@ TEST(PtxasReportTest, LinesOfOtherToolsAreSkipped) {
 }
 
 TEST(PtxasReportTest, NoReportIsAnEmptyReport) {
-  for (const char* text : {"", "\n\n", "undefined_identifier.cu(4): error: identifier \"factor\" is undefined\n"}) {
+  for (const char* text :
+       {"", "\n\n", "undefined_identifier.cu(4): error: identifier \"factor\" is undefined\n"}) {
     auto r = parse_ptxas_report(text);
     ASSERT_TRUE(r.ok());
     EXPECT_TRUE(r->kernels.empty());

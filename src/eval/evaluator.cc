@@ -44,6 +44,14 @@ Result<EvalResult> Evaluator::evaluate(const task::Task& task, const fs::path& c
     return r;
   }
 
+  if (r.candidate_build->exports_kp_run == false) {
+    r.outcome = Outcome::kLoadError;
+    r.reason = fmt::format("{} does not export kp_run: define `KP_EXPORT int kp_run(kp_args* args)` "
+                           "(include <kernelpro/kp_abi.h>)", candidate.string());
+    r.total_seconds = since(t0);
+    return r;
+  }
+
   auto t1 = Clock::now();
   auto dev = worker_.device();
   r.worker_start_seconds = since(t1);

@@ -8,3 +8,5 @@ void launch(float* p, int n) {
   if (n < 0) checked_abort();
   fill<<<1, 32>>>(p);
 }
+
+// Captured with CUDA 13.0 (run in this directory): nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC -gencode=arch=compute_90a,code=sm_90a -Xptxas -v host_compiler_error.cu -o /tmp/x.so > host_compiler_error.log 2>&1

@@ -10,3 +10,5 @@ int main() {
   apply<<<1, 32>>>(nullptr, 32);
   return 0;
 }
+
+// Captured with CUDA 13.0 (run in this directory): nvcc -std=c++17 -O3 -rdc=true -Xcompiler -fPIC -gencode=arch=compute_90a,code=sm_90a -Xptxas -v nvlink_undefined.cu -o /tmp/x.out > nvlink_undefined.log 2>&1

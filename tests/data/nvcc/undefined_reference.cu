@@ -12,3 +12,5 @@ int main() {
   missing_host_helper(p, 32);
   return 0;
 }
+
+// Captured with CUDA 13.0 (run in this directory): nvcc -std=c++17 -O3 -Xcompiler -fPIC -gencode=arch=compute_90a,code=sm_90a -Xptxas -v undefined_reference.cu -o /tmp/x.out > undefined_reference.log 2>&1

@@ -6,3 +6,5 @@ __global__ void scatter_local(const int* idx, const float* in, float* out) {
   for (int k = 0; k < 64; ++k) table[idx[threadIdx.x * 64 + k] & 63] += in[threadIdx.x * 64 + k];
   out[threadIdx.x] = table[idx[threadIdx.x] & 63];
 }
+
+// Captured with CUDA 13.0 (run in this directory): nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC -gencode=arch=compute_90a,code=sm_90a -Xptxas -v local_array.cu -o /tmp/x.so > local_array.log 2>&1

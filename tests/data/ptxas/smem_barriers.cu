@@ -9,3 +9,5 @@ __global__ void smem_reduce(const float* in, float* out) {
   }
   if (threadIdx.x == 0) out[blockIdx.x] = tile[0];
 }
+
+// Captured with CUDA 13.0 (run in this directory): nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC -gencode=arch=compute_90a,code=sm_90a -Xptxas -v smem_barriers.cu -o /tmp/x.so > smem_barriers.log 2>&1

@@ -13,3 +13,5 @@ __global__ void pressure(const float* in, float* out) {
   for (int k = 0; k < 64; ++k) s += acc[k];
   out[threadIdx.x] = s;
 }
+
+// Captured with CUDA 13.0 (run in this directory): nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -maxrregcount=24 spills.cu -o /tmp/x.so > spills.log 2>&1

@@ -1,0 +1,127 @@
+// Toolchain tier: real nvcc builds of every example and of broken candidates.
+#include "build/builder.h"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "sys/temp_dir.h"
+#include "task/native_task_loader.h"
+#include "tests/support/paths.h"
+#include "util/strings.h"
+
+namespace kp::build {
+namespace {
+
+namespace fs = std::filesystem;
+
+class BuilderToolchain : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = testing::nvcc_missing()) GTEST_SKIP() << *why;
+    auto dir = sys::TempDir::create("kp-cache-test-");
+    ASSERT_TRUE(dir.ok());
+    cache_ = std::make_unique<sys::TempDir>(std::move(*dir));
+  }
+  BuildOptions options() {
+    BuildOptions o;
+    o.arch = "sm_90a";  // fixed: CI has no GPU to ask
+    o.cache_dir = cache_->path();
+    o.jobs = 2;
+    return o;
+  }
+  std::unique_ptr<sys::TempDir> cache_;
+};
+
+TEST_F(BuilderToolchain, EveryExampleReferenceAndSeedBuildsWithEveryTuneValue) {
+  Builder builder(options());
+  std::vector<BuildRequest> requests;
+  size_t tasks = 0;
+  for (const auto& entry : fs::directory_iterator(testing::examples_dir())) {
+    if (!fs::exists(entry.path() / "task.toml")) continue;
+    auto task = task::load_native_task(entry.path());
+    ASSERT_TRUE(task.ok()) << task.error().message;
+    ++tasks;
+    requests.push_back({task->reference_path, task->reference_libraries, {}});
+    ASSERT_TRUE(task->seed_path) << task->name << " has no seed.cu";
+    requests.push_back({*task->seed_path, task->candidate_libraries, {}});
+    auto source = read_file(task->seed_path->string());
+    auto params = parse_tune_params(*source);
+    ASSERT_TRUE(params.ok());
+    for (const auto& p : *params)
+      for (size_t v = 1; v < p.values.size(); ++v) requests.push_back(BuildRequest{*task->seed_path, task->candidate_libraries, {{p.name, p.values[v]}}});
+  }
+  EXPECT_GE(tasks, 6u);
+  auto results = builder.build_all(requests);
+  for (size_t i = 0; i < results.size(); ++i) {
+    ASSERT_TRUE(results[i].ok()) << requests[i].source << ": " << results[i].error().message;
+    EXPECT_TRUE(results[i]->ok) << requests[i].source << "\n" << results[i]->log;
+    EXPECT_EQ(results[i]->exports_kp_run.value_or(true), true) << requests[i].source;
+    EXPECT_FALSE(results[i]->resources.kernels.empty() && requests[i].libraries.empty())
+        << requests[i].source << ": no kernel in the ptxas report";
+    for (const auto& [name, value] : requests[i].tune) EXPECT_EQ(results[i]->tune.at(name), value);
+  }
+}
+
+TEST_F(BuilderToolchain, SecondBuildIsACacheHitAndFlagsChangeTheKey) {
+  Builder builder(options());
+  fs::path seed = testing::examples_dir() / "gelu" / "seed.cu";
+  auto cold = builder.build({seed, {}, {}});
+  ASSERT_TRUE(cold.ok() && cold->ok);
+  EXPECT_FALSE(cold->cache_hit);
+  auto warm = builder.build({seed, {}, {}});
+  ASSERT_TRUE(warm.ok() && warm->ok);
+  EXPECT_TRUE(warm->cache_hit);
+  EXPECT_EQ(warm->key, cold->key);
+  EXPECT_EQ(warm->artifact, cold->artifact);
+  EXPECT_LT(warm->seconds, cold->seconds);
+  EXPECT_EQ(warm->resources.kernels.size(), cold->resources.kernels.size());
+  auto tuned = builder.build({seed, {}, {{"BLOCK", 512}}});
+  ASSERT_TRUE(tuned.ok() && tuned->ok);
+  EXPECT_NE(tuned->key, cold->key);
+}
+
+TEST_F(BuilderToolchain, BrokenCandidateGivesParsedDiagnostics) {
+  Builder builder(options());
+  fs::path broken = testing::test_data_dir() / "candidates" / "gelu" / "compile_error.cu";
+  auto r = builder.build({broken, {}, {}});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(r->ok);
+  ASSERT_FALSE(r->diagnostics.empty()) << r->log;
+  const Diagnostic& d = r->diagnostics.front();
+  EXPECT_EQ(d.severity, Severity::kError);
+  EXPECT_NE(d.file.find("compile_error.cu"), std::string::npos);
+  EXPECT_GT(d.line, 0);
+  EXPECT_NE(d.message.find("undeclared_helper"), std::string::npos) << d.message;
+  EXPECT_NE(summarize_diagnostics(r->diagnostics, 5).find("undeclared_helper"), std::string::npos);
+}
+
+TEST_F(BuilderToolchain, MissingEntryPointIsSeenInTheSymbolTable) {
+  Builder builder(options());
+  auto r = builder.build({testing::test_data_dir() / "candidates" / "gelu" / "no_entry_point.cu", {}, {}});
+  ASSERT_TRUE(r.ok() && r->ok);
+  if (!r->exports_kp_run) GTEST_SKIP() << "nm is not available";
+  EXPECT_FALSE(*r->exports_kp_run);
+}
+
+TEST_F(BuilderToolchain, UndeclaredTuneOverrideIsAnError) {
+  Builder builder(options());
+  fs::path seed = testing::examples_dir() / "gelu" / "seed.cu";
+  auto bad_value = builder.build({seed, {}, {{"BLOCK", 100}}});
+  ASSERT_FALSE(bad_value.ok());
+  EXPECT_NE(bad_value.error().message.find("not one of the declared values"), std::string::npos);
+  auto bad_name = builder.build({seed, {}, {{"TILE", 16}}});
+  ASSERT_FALSE(bad_name.ok());
+}
+
+TEST_F(BuilderToolchain, MissingNvccSaysHowToFixIt) {
+  BuildOptions o = options();
+  o.nvcc = "/nonexistent/nvcc";
+  Builder builder(o);
+  auto r = builder.build({testing::examples_dir() / "gelu" / "seed.cu", {}, {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("install the CUDA toolkit"), std::string::npos) << r.error().message;
+}
+
+}  // namespace
+}  // namespace kp::build

@@ -1,0 +1,146 @@
+// GPU tier: real evaluations on the GPU through one Evaluator, whose worker survives (or is
+// replaced after) every bad candidate, so the run goes on. Skipped without a GPU.
+#include "eval/evaluator.h"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "sys/temp_dir.h"
+#include "task/native_task_loader.h"
+#include "tests/support/paths.h"
+
+namespace kp::eval {
+namespace {
+
+namespace fs = std::filesystem;
+
+class EvaluatorGpu : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (testing::gpu_missing()) return;
+    scratch_ = new sys::TempDir(sys::TempDir::create("kp-gpu-test-").value());
+    EvaluatorOptions o;
+    o.build.cache_dir = scratch_->path() / "cache";
+    o.eval.correctness_trials = 2;
+    o.eval.timing_budget_s = 0.1;
+    o.eval.min_trials = 10;
+    o.eval.energy_window_s = 0;
+    o.eval.timeout_s = 20;
+    o.worker.worker_path = testing::worker_binary();
+    o.worker.scratch_dir = scratch_->path() / "worker";
+    evaluator_ = new Evaluator(o);
+  }
+  static void TearDownTestSuite() {
+    delete evaluator_;
+    delete scratch_;
+  }
+  void SetUp() override {
+    if (auto why = testing::gpu_missing()) GTEST_SKIP() << *why;
+  }
+  static task::Task load(const std::string& name) {
+    auto t = task::load_native_task(testing::examples_dir() / name);
+    EXPECT_TRUE(t.ok()) << t.error().message;
+    return *t;
+  }
+  static EvalResult run(const std::string& task_name, const fs::path& candidate) {
+    auto r = evaluator_->evaluate(load(task_name), candidate);
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? *r : EvalResult{};
+  }
+  static EvalResult run_bad(const std::string& name) {
+    return run("gelu", testing::test_data_dir() / "candidates" / "gelu" / (name + ".cu"));
+  }
+  static sys::TempDir* scratch_;
+  static Evaluator* evaluator_;
+};
+sys::TempDir* EvaluatorGpu::scratch_ = nullptr;
+Evaluator* EvaluatorGpu::evaluator_ = nullptr;
+
+TEST_F(EvaluatorGpu, EverySeedIsCorrectAndTimed) {
+  for (const auto& entry : fs::directory_iterator(testing::examples_dir())) {
+    if (!fs::exists(entry.path() / "seed.cu")) continue;
+    std::string name = entry.path().filename().string();
+    EvalResult r = run(name, entry.path() / "seed.cu");
+    EXPECT_EQ(r.outcome, Outcome::kOk) << name << ": " << r.reason;
+    EXPECT_GE(r.time.count, 10u) << name;
+    EXPECT_GT(r.time.median, 0) << name;
+    EXPECT_GT(r.reference_seconds, 0) << name;
+    ASSERT_TRUE(r.report) << name;
+    EXPECT_EQ(r.report->trials_run, 2) << name;
+    for (const auto& c : r.report->checks) EXPECT_TRUE(c.passed) << name << ": " << c.reason;
+  }
+}
+
+TEST_F(EvaluatorGpu, WrongValuesAreIncorrect) {
+  EvalResult r = run_bad("wrong_values");
+  EXPECT_EQ(r.outcome, Outcome::kIncorrect) << r.reason;
+  EXPECT_NE(r.reason.find("out of tolerance"), std::string::npos) << r.reason;
+}
+
+TEST_F(EvaluatorGpu, UnwrittenOutputIsIncorrect) {
+  EvalResult r = run_bad("unwritten_output");
+  EXPECT_EQ(r.outcome, Outcome::kIncorrect) << r.reason;
+  EXPECT_NE(r.reason.find("never written"), std::string::npos) << r.reason;
+}
+
+TEST_F(EvaluatorGpu, InputMutationIsIncorrect) {
+  EvalResult r = run_bad("mutates_input");
+  EXPECT_EQ(r.outcome, Outcome::kIncorrect) << r.reason;
+  EXPECT_NE(r.reason.find("wrote to input 'x'"), std::string::npos) << r.reason;
+}
+
+TEST_F(EvaluatorGpu, ZerosAreIncorrect) {
+  EvalResult r = run_bad("zeros");
+  EXPECT_EQ(r.outcome, Outcome::kIncorrect) << r.reason;
+}
+
+TEST_F(EvaluatorGpu, IllegalAddressIsACrashAndTheNextEvaluationRuns) {
+  EvalResult r = run_bad("illegal_address");
+  EXPECT_EQ(r.outcome, Outcome::kCrash) << r.reason;
+  EXPECT_NE(r.reason.find("illegal"), std::string::npos) << r.reason;
+  EvalResult after = run("gelu", testing::examples_dir() / "gelu" / "seed.cu");
+  EXPECT_EQ(after.outcome, Outcome::kOk) << after.reason;
+}
+
+TEST_F(EvaluatorGpu, InfiniteLoopTimesOutAndTheNextEvaluationRuns) {
+  EvalResult r = run_bad("infinite_loop");
+  EXPECT_EQ(r.outcome, Outcome::kTimeout) << r.reason;
+  EvalResult after = run("gelu", testing::examples_dir() / "gelu" / "seed.cu");
+  EXPECT_EQ(after.outcome, Outcome::kOk) << after.reason;
+}
+
+TEST_F(EvaluatorGpu, HostAbortIsACrashWithItsStderr) {
+  EvalResult r = run_bad("host_abort");
+  EXPECT_EQ(r.outcome, Outcome::kCrash) << r.reason;
+  EXPECT_NE(r.candidate_stderr.find("giving up"), std::string::npos) << r.candidate_stderr;
+}
+
+TEST_F(EvaluatorGpu, StatusErrorIsARuntimeErrorWithTheCandidatesMessage) {
+  EvalResult r = run_bad("status_error");
+  EXPECT_EQ(r.outcome, Outcome::kRuntimeError) << r.reason;
+  EXPECT_NE(r.reason.find("KP_ERR_UNSUPPORTED_SHAPE"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("only n <= 1024"), std::string::npos) << r.reason;
+}
+
+TEST_F(EvaluatorGpu, SideStreamIsRejected) {
+  EvalResult r = run_bad("side_stream");
+  EXPECT_EQ(r.outcome, Outcome::kRejected) << r.reason;
+  EXPECT_NE(r.reason.find("escaped the stream"), std::string::npos) << r.reason;
+}
+
+TEST_F(EvaluatorGpu, MissingEntryPointIsALoadError) {
+  EvalResult r = run_bad("no_entry_point");
+  EXPECT_EQ(r.outcome, Outcome::kLoadError) << r.reason;
+  EXPECT_NE(r.reason.find("kp_run"), std::string::npos) << r.reason;
+}
+
+TEST_F(EvaluatorGpu, CandidateOutputIsKept) {
+  EvalResult r = run_bad("prints");
+  EXPECT_EQ(r.outcome, Outcome::kOk) << r.reason;
+  EXPECT_NE(r.candidate_stdout.find("hello from the candidate"), std::string::npos);
+  EXPECT_NE(r.candidate_stderr.find("a warning from the candidate"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kp::eval
