@@ -1,6 +1,7 @@
 #include "build/builder.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <optional>
 #include <regex>
 #include <thread>
@@ -53,6 +54,26 @@ std::optional<bool> exports_kp_run(const fs::path& so) {
     if (!fields.empty() && fields.back() == "kp_run") return true;
   }
   return false;
+}
+
+// The toolkit's library directory, from where nvcc is (its bin/../lib64), so that a shared object
+// linked against cuBLAS finds it at dlopen time even when the loader's path lacks it.
+std::optional<fs::path> toolkit_lib_dir(const std::string& nvcc) {
+  fs::path exe = nvcc;
+  if (nvcc.find('/') == std::string::npos) {
+    const char* path = std::getenv("PATH");
+    if (!path) return std::nullopt;
+    for (const auto& dir : split(path, ':')) {
+      if (!dir.empty() && fs::exists(fs::path(dir) / nvcc)) {
+        exe = fs::path(dir) / nvcc;
+        break;
+      }
+    }
+  }
+  std::error_code ec;
+  fs::path lib = fs::weakly_canonical(exe, ec).parent_path().parent_path() / "lib64";
+  if (ec || !fs::is_directory(lib)) return std::nullopt;
+  return lib;
 }
 
 }  // namespace
@@ -163,6 +184,9 @@ Result<BuildResult> Builder::build(const BuildRequest& request) {
     if (it == library_flags().end()) return make_error(ErrorCode::kInvalidInput, fmt::format("unknown library \"{}\"", lib));
     link.push_back(it->second);
   }
+  if (!link.empty()) {
+    if (auto lib = toolkit_lib_dir(options_.nvcc)) link.push_back("--linker-options=-rpath=" + lib->string());
+  }
 
   Sha256 h;
   h.update(*source);
@@ -195,21 +219,20 @@ Result<BuildResult> Builder::build(const BuildRequest& request) {
       return r;
     }
   }
-  auto r = compile(request, key, cmd, tune);
+  auto r = compile(request, key, cmd, link, tune);
   if (r.ok()) r->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  (void)link;
   return r;
 }
 
 Result<BuildResult> Builder::compile(const BuildRequest& request, const std::string& key, std::vector<std::string> cmd,
-                                     std::map<std::string, long long> tune) {
+                                     const std::vector<std::string>& link, std::map<std::string, long long> tune) {
   KP_TRY(sys::TempDir dir, sys::TempDir::create("kernelpro-nvcc-"));
   fs::path out = dir.path() / "artifact.so";
   std::vector<std::string> full = cmd;
   full.push_back(fs::absolute(request.source).string());
   full.push_back("-o");
   full.push_back(out.string());
-  for (const auto& lib : request.libraries) full.push_back(library_flags().at(lib));
+  for (const auto& flag : link) full.push_back(flag);
   sys::Command c;
   c.argv = full;
   c.cwd = dir.path().string();

@@ -98,7 +98,7 @@ class Builder {
 
  private:
   Result<BuildResult> compile(const BuildRequest& request, const std::string& key, std::vector<std::string> command,
-                              std::map<std::string, long long> tune);
+                              const std::vector<std::string>& link, std::map<std::string, long long> tune);
   BuildOptions options_;
   std::mutex mutex_;
   std::string nvcc_version_;  // guarded by mutex_

@@ -9,6 +9,7 @@
 #include "sys/temp_dir.h"
 #include "task/native_task_loader.h"
 #include "tests/support/paths.h"
+#include "util/strings.h"
 
 namespace kp::eval {
 namespace {
@@ -140,6 +141,38 @@ TEST_F(EvaluatorGpu, CandidateOutputIsKept) {
   EXPECT_EQ(r.outcome, Outcome::kOk) << r.reason;
   EXPECT_NE(r.candidate_stdout.find("hello from the candidate"), std::string::npos);
   EXPECT_NE(r.candidate_stderr.find("a warning from the candidate"), std::string::npos);
+}
+
+// A copy of examples/gelu with N small enough (4096) that one call takes a few microseconds.
+fs::path tiny_gelu(const fs::path& dir) {
+  fs::create_directories(dir);
+  fs::path from = testing::examples_dir() / "gelu";
+  std::string toml = read_file((from / "task.toml").string()).value();
+  size_t pos = toml.find("N = 67108864");
+  EXPECT_NE(pos, std::string::npos);
+  toml.replace(pos, std::string("N = 67108864").size(), "N = 4096");
+  EXPECT_TRUE(write_file((dir / "task.toml").string(), toml).ok());
+  fs::copy_file(from / "reference.cu", dir / "reference.cu", fs::copy_options::overwrite_existing);
+  return dir;
+}
+
+TEST_F(EvaluatorGpu, MicrosecondKernelsAreTimedByGraphReplay) {
+  auto task = task::load_native_task(tiny_gelu(scratch_->path() / "tiny_gelu"));
+  ASSERT_TRUE(task.ok()) << task.error().message;
+  auto r = evaluator_->evaluate(*task, testing::examples_dir() / "gelu" / "seed.cu");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->outcome, Outcome::kOk) << r->reason;
+  ASSERT_TRUE(r->report && r->report->timing);
+  EXPECT_EQ(r->report->timing->method, "graph");
+  EXPECT_LT(r->time.median, 20e-6);
+}
+
+TEST_F(EvaluatorGpu, SideStreamWorkIsCaughtUnderGraphReplayToo) {
+  auto task = task::load_native_task(tiny_gelu(scratch_->path() / "tiny_gelu"));
+  ASSERT_TRUE(task.ok()) << task.error().message;
+  auto r = evaluator_->evaluate(*task, testing::test_data_dir() / "candidates" / "gelu" / "side_stream.cu");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_NE(r->outcome, Outcome::kOk) << "work on a private stream escaped a graph-timed evaluation";
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 // A malformed request gets {"ok":false,"error":"..."}. Every reply is one line.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,9 @@ struct WorkerReport {
   std::optional<EnergyReport> energy;
   double reference_seconds = 0;          // median time of the reference, same method
   uint64_t seed = 0;                     // the seed that drew the inputs
+  // Where the worker's time went, seconds: "load", "setup", "correctness", "timing",
+  // "reference_timing", "energy" (present when the phase ran).
+  std::map<std::string, double> phase_seconds;
 };
 
 nlohmann::json to_json(const task::Task& task);

@@ -29,10 +29,12 @@ bool write_reply(FILE* out, const json& reply) {
 kp::Result<kp::eval::DeviceInfo> open_device() {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0)
+  if (e != cudaSuccess || count == 0) {
+    std::string why = e == cudaSuccess ? "the driver reports 0 devices" : cudaGetErrorString(e);
+    if (access("/dev/nvidiactl", F_OK) != 0) why = "no NVIDIA driver is loaded (no /dev/nvidiactl)";
     return kp::make_error(kp::ErrorCode::kUnavailable,
-                          fmt::format("no CUDA device ({}): run on a machine with an NVIDIA GPU and driver",
-                                      e == cudaSuccess ? "count is 0" : cudaGetErrorString(e)));
+                          fmt::format("no CUDA device: {}; run on a machine with an NVIDIA GPU and driver", why));
+  }
   cudaDeviceProp p{};
   if ((e = cudaGetDeviceProperties(&p, 0)) != cudaSuccess)
     return kp::make_error(kp::ErrorCode::kUnavailable, fmt::format("cudaGetDeviceProperties: {}", cudaGetErrorString(e)));

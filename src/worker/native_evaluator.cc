@@ -478,6 +478,11 @@ struct NativeEvaluator::Impl {
   }
 
   MaybeStop run(const CandidateLibrary& ref, const CandidateLibrary& cand, eval::WorkerReport* report) {
+    auto phase = Clock::now();
+    auto end_phase = [&](const char* name) {
+      report->phase_seconds[name] = seconds_since(phase);
+      phase = Clock::now();
+    };
     for (const auto& s : task->scalars) scalars.push_back({s.name.c_str(), s.is_integer ? 1 : 0, s.f, s.i});
     size_t free_bytes = 0, total_bytes = 0;
     KP_STOP_IF(harness(cudaMemGetInfo(&free_bytes, &total_bytes), "querying memory"));
@@ -496,20 +501,25 @@ struct NativeEvaluator::Impl {
       if (rb) KP_STOP_IF(harness(ref_workspace.allocate(rb), "allocating the reference workspace"));
       if (cb) KP_STOP_IF(cuda_failure(cand_workspace.allocate(cb), fmt::format("allocating the candidate's workspace of {} bytes", cb)));
     }
+    end_phase("setup");
     KP_STOP_IF(correctness(ref, cand, report));
     for (size_t k = 1; k < sets.size(); ++k) KP_STOP_IF(fill_inputs(sets[k], 1000 + k));
+    end_phase("correctness");
 
     eval::TimingReport cand_timing;
     verify_report = report;
     KP_STOP_IF(time_library(cand, cand_workspace, "the candidate", true, &cand_timing));
     report->timing = cand_timing;
     verify_report = nullptr;
+    end_phase("timing");
     eval::TimingReport ref_timing;
     KP_STOP_IF(time_library(ref, ref_workspace, "the reference", false, &ref_timing));
     report->reference_seconds = eval::summarize(ref_timing.samples_s).median;
+    end_phase("reference_timing");
 
     MaybeStop stop;
     report->energy = measure_energy(cand, cand_workspace, eval::summarize(cand_timing.samples_s).median, &stop);
+    end_phase("energy");
     return stop;
   }
 };
@@ -549,10 +559,12 @@ eval::WorkerReport NativeEvaluator::evaluate(const task::Task& task, const std::
     return report;
   };
 
+  auto load_start = Clock::now();
   auto ref = CandidateLibrary::open(ref_path);
   if (!ref.ok()) return finish(Outcome::kLoadError, "the task's reference: " + ref.error().message);
   auto cand = CandidateLibrary::open(cand_path);
   if (!cand.ok()) return finish(Outcome::kLoadError, cand.error().message);
+  report.phase_seconds["load"] = seconds_since(load_start);
 
   if (!m.stream) {
     if (MaybeStop s = m.harness(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking), "creating a stream"))
