@@ -24,7 +24,7 @@ Result<task::Task> resized_example(const std::string& example, const std::map<st
 // Evaluator options for benchmarks: default evaluation settings, a cache under scratch.
 eval::EvaluatorOptions bench_options(const std::filesystem::path& scratch);
 
-// Prints a "name  value" line, and the same as a JSON object line when KP_BENCH_JSON is set.
+// Prints one aligned "name  value unit" line and flushes, so partial runs keep their figures.
 void report(const std::string& name, double value, const std::string& unit);
 
 }  // namespace kp::bench

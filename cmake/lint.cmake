@@ -24,8 +24,9 @@ file(GLOB_RECURSE kp_format_files CONFIGURE_DEPENDS
   ${PROJECT_SOURCE_DIR}/src/*.h ${PROJECT_SOURCE_DIR}/src/*.cc ${PROJECT_SOURCE_DIR}/src/*.cu
   ${PROJECT_SOURCE_DIR}/tests/*.h ${PROJECT_SOURCE_DIR}/tests/*.cc ${PROJECT_SOURCE_DIR}/tests/*.cu
   ${PROJECT_SOURCE_DIR}/bench/*.h ${PROJECT_SOURCE_DIR}/bench/*.cc ${PROJECT_SOURCE_DIR}/bench/*.cu)
-list(FILTER kp_format_files EXCLUDE REGEX "^${PROJECT_SOURCE_DIR}/tests/data/")
-list(FILTER kp_format_files EXCLUDE REGEX "^${PROJECT_SOURCE_DIR}/bench/data/")
+# The source directory as a regular expression (its path may hold '.', '+' and the like).
+string(REGEX REPLACE "([][+.*()^$?|\\\\])" "\\\\\\1" kp_source_regex "${PROJECT_SOURCE_DIR}")
+list(FILTER kp_format_files EXCLUDE REGEX "^${kp_source_regex}/(tests|bench)/data/")
 
 if(KP_CLANG_FORMAT)
   add_custom_target(format
@@ -55,17 +56,17 @@ if(KP_CLANG_TIDY)
   if(kp_tidy_version MATCHES "version ([0-9]+)")
     if(CMAKE_MATCH_1 LESS 16)
       # A lambda capturing a structured binding (C++20, P1091) parses in clang 16 and later only;
-      # src/sys/subprocess.cc has one, which an older clang-tidy reports as clang-diagnostic-error.
+      # src/build/builder.cc and src/sys/subprocess.cc have one, which an older clang-tidy
+      # reports as clang-diagnostic-error.
       message(STATUS "clang-tidy ${CMAKE_MATCH_1} found; 'check' wants 16 or newer for the C++20 in src/")
     endif()
   endif()
   if(KP_RUN_CLANG_TIDY)
     # run-clang-tidy picks files from the compile database by a regular expression; test files
     # are there only when the tests are built, as above.
-    string(REGEX REPLACE "([][+.*()^$?|\\\\])" "\\\\\\1" kp_src_regex "${PROJECT_SOURCE_DIR}/src/")
     add_custom_target(check
       COMMAND ${KP_RUN_CLANG_TIDY} -clang-tidy-binary ${KP_CLANG_TIDY} -p ${PROJECT_BINARY_DIR} -quiet
-              "^${kp_src_regex}.*\\.cc$"
+              "^${kp_source_regex}/src/.*\\.cc$"
       WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
       COMMENT "clang-tidy (parallel) over src/**/*.cc"
       VERBATIM)

@@ -52,13 +52,6 @@ double element_as_double(const void* data, DType d, int64_t i) {
   return 0;
 }
 
-static uint64_t raw_bits(const void* data, DType d, int64_t i) {
-  size_t sz = task::dtype_size(d);
-  uint64_t v = 0;
-  std::memcpy(&v, static_cast<const char*>(data) + sz * i, sz);
-  return v;
-}
-
 std::string format_index(int64_t flat, const std::vector<int64_t>& shape) {
   if (shape.empty()) return "[]";
   std::vector<int64_t> idx(shape.size());
@@ -71,53 +64,67 @@ std::string format_index(int64_t flat, const std::vector<int64_t>& shape) {
   return out + "]";
 }
 
-OutputCheck check_output(const void* out, const void* ref, DType d, int64_t n, const task::Tolerance& tol,
-                         const std::vector<int64_t>& shape) {
+namespace {
+
+// Reads element i as double; specialized per storage type so the hot loop has no switch.
+template <typename T> double load(const T* p, int64_t i) { return static_cast<double>(p[i]); }
+struct Half { uint16_t bits; };
+struct Bf16 { uint16_t bits; };
+double load(const Half* p, int64_t i) { return half_to_float(p[i].bits); }
+double load(const Bf16* p, int64_t i) { return bf16_to_float(p[i].bits); }
+double load(const uint8_t* p, int64_t i) { return p[i]; }
+
+template <typename T>
+uint64_t bits_of(const T* p, int64_t i) {
+  uint64_t v = 0;
+  std::memcpy(&v, p + i, sizeof(T));
+  return v;
+}
+
+template <typename T>
+OutputCheck check_typed(const T* out, const T* ref, DType d, int64_t n, const task::Tolerance& tol,
+                        const std::vector<int64_t>& shape) {
   OutputCheck c;
   c.elements = n;
   const uint64_t poison = poison_bits(d);
   const bool floating = task::is_floating(d);
   double err_sq = 0, ref_sq = 0;
   double ref_min = INFINITY, ref_max = -INFINITY;
-  uint64_t first_out_bits = n > 0 ? raw_bits(out, d, 0) : 0;
+  const uint64_t first_out_bits = n > 0 ? bits_of(out, 0) : 0;
   bool out_constant = true;
   std::string first_detail;
-  auto note_bad = [&](int64_t i, std::string detail) {
-    if (c.first_bad_index < 0) {
-      c.first_bad_index = i;
-      first_detail = std::move(detail);
-    }
-  };
+  // Only the first failing element is described, so a wholly wrong output costs no formatting.
+  auto first_bad = [&](int64_t i) { return c.first_bad_index < 0 ? (c.first_bad_index = i, true) : false; };
   for (int64_t i = 0; i < n; ++i) {
-    uint64_t ob = raw_bits(out, d, i), rb = raw_bits(ref, d, i);
+    const uint64_t ob = bits_of(out, i);
     if (ob != first_out_bits) out_constant = false;
-    double o = element_as_double(out, d, i), r = element_as_double(ref, d, i);
+    const double r = load(ref, i);
     if (!std::isfinite(r)) {
       ++c.reference_nonfinite;
       continue;
     }
     ref_min = std::min(ref_min, r);
     ref_max = std::max(ref_max, r);
-    if (ob == poison && rb != poison) {
+    if (ob == poison && bits_of(ref, i) != poison) {
       ++c.unwritten;
-      note_bad(i, "never written (still holds the poison pattern)");
+      if (first_bad(i)) first_detail = "never written (still holds the poison pattern)";
       continue;
     }
+    const double o = load(out, i);
     if (!std::isfinite(o)) {
       ++c.nonfinite;
-      note_bad(i, fmt::format("got {} where the reference is {:.6g}", o, r));
+      if (first_bad(i)) first_detail = fmt::format("got {} where the reference is {:.6g}", o, r);
       continue;
     }
-    double diff = std::fabs(o - r);
+    const double diff = std::fabs(o - r);
     c.max_abs_error = std::max(c.max_abs_error, diff);
     if (r != 0) c.max_rel_error = std::max(c.max_rel_error, diff / std::fabs(r));
     err_sq += diff * diff;
     ref_sq += r * r;
-    bool bad = floating ? diff > tol.atol + tol.rtol * std::fabs(r) : diff != 0;
-    if (bad) {
+    const double bound = floating ? tol.atol + tol.rtol * std::fabs(r) : 0.0;
+    if (diff > bound) {
       ++c.mismatches;
-      note_bad(i, fmt::format("got {:.6g}, expected {:.6g} (|diff| {:.3g} > {:.3g})", o, r, diff,
-                              floating ? tol.atol + tol.rtol * std::fabs(r) : 0.0));
+      if (first_bad(i)) first_detail = fmt::format("got {:.6g}, expected {:.6g} (|diff| {:.3g} > {:.3g})", o, r, diff, bound);
     }
   }
   c.rel_norm_error = ref_sq > 0 ? std::sqrt(err_sq) / std::sqrt(ref_sq) : std::sqrt(err_sq);
@@ -132,8 +139,8 @@ OutputCheck check_output(const void* out, const void* ref, DType d, int64_t n, c
   } else if (c.nonfinite > 0) {
     c.reason = fmt::format("{} NaN/Inf values; first at {}: {}", c.nonfinite, where(), first_detail);
   } else if (c.constant_output) {
-    c.reason = fmt::format("constant output ({}) while the reference varies from {:.6g} to {:.6g}",
-                           element_as_double(out, d, 0), ref_min, ref_max);
+    c.reason = fmt::format("constant output ({}) while the reference varies from {:.6g} to {:.6g}", load(out, 0), ref_min,
+                           ref_max);
   } else if (c.mismatches > 0) {
     c.reason = fmt::format("{} of {} elements out of tolerance; first at {}: {}", c.mismatches, n, where(), first_detail);
   } else if (floating && c.rel_norm_error > tol.rel_norm) {
@@ -141,6 +148,22 @@ OutputCheck check_output(const void* out, const void* ref, DType d, int64_t n, c
   }
   c.passed = c.reason.empty();
   return c;
+}
+
+}  // namespace
+
+OutputCheck check_output(const void* out, const void* ref, DType d, int64_t n, const task::Tolerance& tol,
+                         const std::vector<int64_t>& shape) {
+  switch (d) {
+    case DType::kFp32: return check_typed(static_cast<const float*>(out), static_cast<const float*>(ref), d, n, tol, shape);
+    case DType::kFp64: return check_typed(static_cast<const double*>(out), static_cast<const double*>(ref), d, n, tol, shape);
+    case DType::kFp16: return check_typed(static_cast<const Half*>(out), static_cast<const Half*>(ref), d, n, tol, shape);
+    case DType::kBf16: return check_typed(static_cast<const Bf16*>(out), static_cast<const Bf16*>(ref), d, n, tol, shape);
+    case DType::kInt32: return check_typed(static_cast<const int32_t*>(out), static_cast<const int32_t*>(ref), d, n, tol, shape);
+    case DType::kInt64: return check_typed(static_cast<const int64_t*>(out), static_cast<const int64_t*>(ref), d, n, tol, shape);
+    case DType::kBool: return check_typed(static_cast<const uint8_t*>(out), static_cast<const uint8_t*>(ref), d, n, tol, shape);
+  }
+  return OutputCheck{};
 }
 
 }  // namespace kp::eval

@@ -5,7 +5,8 @@
 // stderr belong to the candidate and go to files). Requests:
 //   {"op":"hello"}                       -> {"ok":true,"device":{...}} or {"ok":false,"error":"..."}
 //   {"op":"eval","id":N,"task":{...},"reference":"/abs/ref.so","candidate":"/abs/cand.so",
-//    "options":{...},"seed":S}           -> {"ok":true,"id":N,"report":{...}}
+//    "options":{...}}                    -> {"ok":true,"id":N,"report":{...}}
+//   (options.seed is present only when the user fixed it; otherwise the worker draws one)
 //   {"op":"shutdown"}                    -> the worker exits 0
 // A malformed request gets {"ok":false,"error":"..."}. Every reply is one line.
 #pragma once
