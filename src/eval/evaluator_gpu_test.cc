@@ -167,12 +167,13 @@ TEST_F(EvaluatorGpu, MicrosecondKernelsAreTimedByGraphReplay) {
   EXPECT_LT(r->time.median, 20e-6);
 }
 
-TEST_F(EvaluatorGpu, SideStreamWorkIsCaughtUnderGraphReplayToo) {
+TEST_F(EvaluatorGpu, SideStreamIsRejectedForMicrosecondKernelsToo) {
   auto task = task::load_native_task(tiny_gelu(scratch_->path() / "tiny_gelu"));
   ASSERT_TRUE(task.ok()) << task.error().message;
   auto r = evaluator_->evaluate(*task, testing::test_data_dir() / "candidates" / "gelu" / "side_stream.cu");
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_NE(r->outcome, Outcome::kOk) << "work on a private stream escaped a graph-timed evaluation";
+  EXPECT_EQ(r->outcome, Outcome::kRejected) << r->reason;
+  EXPECT_NE(r->reason.find("escaped the stream"), std::string::npos) << r->reason;
 }
 
 }  // namespace

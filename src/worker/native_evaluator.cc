@@ -126,7 +126,6 @@ struct NativeEvaluator::Impl {
   std::vector<kp_scalar> scalars;
   DeviceBuffer ref_workspace, cand_workspace;
   bool poisoned = false;
-  eval::WorkerReport* verify_report = nullptr;  // set while timing the candidate
 
   MaybeStop cuda_failure(cudaError_t e, const std::string& what) {
     if (e == cudaSuccess) return std::nullopt;
@@ -293,6 +292,41 @@ struct NativeEvaluator::Impl {
     return std::nullopt;
   }
 
+  // Captures one call on set 0 into a CUDA graph and replays it into poisoned outputs. Work
+  // the call puts anywhere but args->stream (another stream, a host thread) is not in the graph,
+  // so its outputs stay unwritten: this catches escaped work whatever its size, where the wall
+  // clock check below only catches it when it is large. Set 0's reference outputs are current.
+  MaybeStop replay_check(const CandidateLibrary& cand, eval::WorkerReport* report) {
+    KP_STOP_IF(poison_outputs(sets[0]));
+    kp_args args = make_args(sets[0], cand_workspace);
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    KP_STOP_IF(harness(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "starting a graph capture"));
+    MaybeStop failed = call(cand, args, "the candidate");
+    cudaError_t end = cudaStreamEndCapture(stream, &graph);
+    cudaError_t inst = (!failed && end == cudaSuccess && graph) ? cudaGraphInstantiate(&exec, graph, 0) : cudaErrorUnknown;
+    if (failed || end != cudaSuccess || inst != cudaSuccess) {
+      if (graph) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      KP_STOP_IF(cuda_failure(cudaDeviceSynchronize(), "the candidate execution"));
+      return Stop{Outcome::kRejected,
+                  fmt::format("the call could not be captured into a CUDA graph ({}): launch only on args->stream, "
+                              "and do not synchronize, allocate or use another stream or thread in kp_run",
+                              failed ? failed->reason : std::string(cudaGetErrorName(end != cudaSuccess ? end : inst)))};
+    }
+    MaybeStop result = cuda_failure(cudaGraphLaunch(exec, stream), "the candidate's graph replay");
+    if (!result) result = cuda_failure(cudaDeviceSynchronize(), "the candidate's graph replay");
+    if (!result) {
+      result = compare_outputs(sets[0], report, "when the call is replayed from a CUDA graph");
+      if (result && result->outcome == Outcome::kIncorrect)
+        result = Stop{Outcome::kRejected, "work escaped the stream: " + result->reason +
+                                              " (work outside args->stream is not part of the call)"};
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    return result;
+  }
+
   // Times lib over the timing sets. Fills `timing`; a candidate whose work escapes the stream
   // is rejected (only checked when check_wall is set: the reference is trusted).
   MaybeStop time_library(const CandidateLibrary& lib, DeviceBuffer& workspace, const char* who, bool check_wall,
@@ -315,6 +349,14 @@ struct NativeEvaluator::Impl {
     };
     if (t_est * 1e6 < options->graph_threshold_us) {
       MaybeStop g = time_with_graph(lib, args, who, t_est, trials_for, timing);
+      if (g && g->outcome == Outcome::kOk && check_wall) {
+        // An honest candidate (launches on args->stream only, no sync or allocation in kp_run)
+        // is always capturable; one that is not would escape the event timing of short calls.
+        return Stop{Outcome::kRejected,
+                    fmt::format("the calls could not be captured into a CUDA graph ({}): launch only on "
+                                "args->stream, and do not synchronize, allocate or use another stream in kp_run",
+                                g->reason)};
+      }
       if (!g || g->outcome != Outcome::kOk) return g;  // success, or a real failure
       // else: the calls could not be captured; fall back to events below.
     }
@@ -345,9 +387,9 @@ struct NativeEvaluator::Impl {
     const int calls = std::max(options->graph_calls, 1);
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
-    if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) != cudaSuccess) {
+    if (cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal); e != cudaSuccess) {
       cudaGetLastError();
-      return Stop{Outcome::kOk, "capture unavailable"};
+      return Stop{Outcome::kOk, fmt::format("capture did not start: {}", cudaGetErrorName(e))};
     }
     MaybeStop failed;
     for (int i = 0; i < calls && !failed; ++i) failed = call(lib, args[i % args.size()], who);
@@ -356,12 +398,12 @@ struct NativeEvaluator::Impl {
       if (graph) cudaGraphDestroy(graph);
       cudaGetLastError();
       KP_STOP_IF(cuda_failure(cudaDeviceSynchronize(), fmt::format("{} execution", who)));
-      return Stop{Outcome::kOk, "not capturable"};
+      return Stop{Outcome::kOk, failed ? failed->reason : std::string(cudaGetErrorName(end))};
     }
-    if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+    if (cudaError_t e = cudaGraphInstantiate(&exec, graph, 0); e != cudaSuccess) {
       cudaGraphDestroy(graph);
       cudaGetLastError();
-      return Stop{Outcome::kOk, "not instantiable"};
+      return Stop{Outcome::kOk, fmt::format("graph not instantiable: {}", cudaGetErrorName(e))};
     }
     timing->method = "graph";
     int n = trials_for(t_est * calls);
@@ -376,14 +418,6 @@ struct NativeEvaluator::Impl {
       float ms = 0;
       if (!result) result = harness(cudaEventElapsedTime(&ms, start, stop), "reading events");
       if (!result) timing->samples_s.push_back(ms * 1e-3 / calls);
-    }
-    if (!result && verify_report) {
-      // Replay skipped the per-call checks: replay once more into poisoned outputs and check
-      // that set 0 (whose reference outputs are current) was really computed by the graph.
-      result = poison_outputs(sets[0]);
-      if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
-      if (!result) result = cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who));
-      if (!result) result = compare_outputs(sets[0], verify_report, "in graph replay");
     }
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
@@ -506,11 +540,10 @@ struct NativeEvaluator::Impl {
     for (size_t k = 1; k < sets.size(); ++k) KP_STOP_IF(fill_inputs(sets[k], 1000 + k));
     end_phase("correctness");
 
+    KP_STOP_IF(replay_check(cand, report));
     eval::TimingReport cand_timing;
-    verify_report = report;
     KP_STOP_IF(time_library(cand, cand_workspace, "the candidate", true, &cand_timing));
     report->timing = cand_timing;
-    verify_report = nullptr;
     end_phase("timing");
     eval::TimingReport ref_timing;
     KP_STOP_IF(time_library(ref, ref_workspace, "the reference", false, &ref_timing));
