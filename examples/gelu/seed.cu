@@ -3,35 +3,16 @@
 // BLOCK elements. Left on the table: 16-byte vector loads/stores, several elements per thread
 // (more bytes in flight per thread, fewer blocks to schedule), a grid sized to the machine.
 #include <kernelpro/kp_abi.h>
+#include <kernelpro/kp_check.h>
 
 #include <cuda_runtime.h>
 
 #include <climits>
-#include <cstdarg>
 #include <cstdint>
-#include <cstdio>
 
 KP_TUNE(BLOCK, 256, 128, 512, 1024)
 
 namespace {
-
-__attribute__((format(printf, 3, 4)))
-int fail(kp_args* args, int code, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(args->message, sizeof(args->message), fmt, ap);
-  va_end(ap);
-  return code;
-}
-
-bool is_contiguous(const kp_tensor& t) {
-  int64_t expected = 1;
-  for (int d = t.rank - 1; d >= 0; --d) {
-    if (t.shape[d] != 1 && t.strides[d] != expected) return false;
-    expected *= t.shape[d];
-  }
-  return true;
-}
 
 __global__ void __launch_bounds__(BLOCK) gelu_seed(const float* x, float* y, int64_t n) {
   const int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
@@ -44,42 +25,18 @@ __global__ void __launch_bounds__(BLOCK) gelu_seed(const float* x, float* y, int
 }  // namespace
 
 KP_EXPORT int kp_run(kp_args* args) {
-  if (args->num_inputs != 1 || args->num_outputs != 1) {
-    return fail(args, KP_ERR_INVALID_ARGUMENT, "gelu: expected 1 input and 1 output, got %d and %d",
-                args->num_inputs, args->num_outputs);
+  if (int rc = kp_expect_tensors(args, "gelu", {{"x", KP_FP32, 0, KP_MAX_RANK}},
+                                 {{"y", KP_FP32, 0, KP_MAX_RANK}})) {
+    return rc;
   }
   const kp_tensor& x = args->inputs[0];
   const kp_tensor& y = args->outputs[0];
-  if (x.dtype != KP_FP32 || y.dtype != KP_FP32) {
-    return fail(args, KP_ERR_INVALID_ARGUMENT, "gelu: x and y must be fp32 (dtypes %d, %d)",
-                x.dtype, y.dtype);
-  }
-  if (x.rank < 0 || x.rank > KP_MAX_RANK || x.rank != y.rank) {
-    return fail(args, KP_ERR_UNSUPPORTED_SHAPE,
-                "gelu: ranks of x (%d) and y (%d) differ or are invalid", x.rank, y.rank);
-  }
-  int64_t n = 1;
-  for (int d = 0; d < x.rank; ++d) {
-    if (x.shape[d] <= 0 || x.shape[d] != y.shape[d]) {
-      return fail(args, KP_ERR_UNSUPPORTED_SHAPE, "gelu: dim %d: x has %lld, y has %lld", d,
-                  (long long)x.shape[d], (long long)y.shape[d]);
-    }
-    n *= x.shape[d];
-  }
-  if (!is_contiguous(x) || !is_contiguous(y)) {
-    return fail(args, KP_ERR_UNSUPPORTED_SHAPE, "gelu: x and y must be contiguous");
-  }
+  if (int rc = kp_expect_same_shape(args, "gelu", y, "y", x, "x")) return rc;
+  const int64_t n = kp_numel(x);
   const int64_t blocks = (n + BLOCK - 1) / BLOCK;
-  if (blocks > INT_MAX) {
-    return fail(args, KP_ERR_UNSUPPORTED_SHAPE, "gelu: %lld elements need too many blocks",
-                (long long)n);
-  }
+  if (int rc = kp_expect_at_most(args, "gelu", "the block count", blocks, INT_MAX)) return rc;
 
   gelu_seed<<<(unsigned)blocks, BLOCK, 0, (cudaStream_t)args->stream>>>(
       static_cast<const float*>(x.data), static_cast<float*>(y.data), n);
-  const cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) {
-    return fail(args, KP_ERR_CUDA, "gelu: launch failed: %s", cudaGetErrorString(err));
-  }
-  return KP_OK;
+  return kp_check_launch(args, "gelu");
 }

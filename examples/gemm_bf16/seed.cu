@@ -8,36 +8,17 @@
 // with register blocking, TMA loads into swizzled shared memory with a multi-stage pipeline,
 // warp specialization.
 #include <kernelpro/kp_abi.h>
+#include <kernelpro/kp_check.h>
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <climits>
-#include <cstdarg>
 #include <cstdint>
-#include <cstdio>
 
 KP_TUNE(TILE, 16, 8, 32)
 
 namespace {
-
-__attribute__((format(printf, 3, 4)))
-int fail(kp_args* args, int code, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(args->message, sizeof(args->message), fmt, ap);
-  va_end(ap);
-  return code;
-}
-
-bool is_contiguous(const kp_tensor& t) {
-  int64_t expected = 1;
-  for (int d = t.rank - 1; d >= 0; --d) {
-    if (t.shape[d] != 1 && t.strides[d] != expected) return false;
-    expected *= t.shape[d];
-  }
-  return true;
-}
 
 __global__ void __launch_bounds__(TILE * TILE)
 gemm_seed(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int m, int n, int k) {
@@ -63,38 +44,22 @@ gemm_seed(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int 
 }  // namespace
 
 KP_EXPORT int kp_run(kp_args* args) {
-  if (args->num_inputs != 2 || args->num_outputs != 1) {
-    return fail(args, KP_ERR_INVALID_ARGUMENT,
-                "gemm_bf16: expected 2 inputs (A, B) and 1 output (C), got %d and %d",
-                args->num_inputs, args->num_outputs);
+  if (int rc = kp_expect_tensors(args, "gemm_bf16", {{"A", KP_BF16, 2, 2}, {"B", KP_BF16, 2, 2}},
+                                 {{"C", KP_BF16, 2, 2}})) {
+    return rc;
   }
   const kp_tensor& a = args->inputs[0];
   const kp_tensor& b = args->inputs[1];
   const kp_tensor& c = args->outputs[0];
-  if (a.dtype != KP_BF16 || b.dtype != KP_BF16 || c.dtype != KP_BF16) {
-    return fail(args, KP_ERR_INVALID_ARGUMENT, "gemm_bf16: A, B and C must be bf16 (%d, %d, %d)",
-                a.dtype, b.dtype, c.dtype);
-  }
-  if (a.rank != 2 || b.rank != 2 || c.rank != 2) {
-    return fail(args, KP_ERR_UNSUPPORTED_SHAPE, "gemm_bf16: A, B and C must be 2-D (%d, %d, %d)",
-                a.rank, b.rank, c.rank);
-  }
   const int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
-  if (m <= 0 || n <= 0 || k <= 0 || b.shape[0] != k || c.shape[0] != m || c.shape[1] != n) {
-    return fail(args, KP_ERR_UNSUPPORTED_SHAPE,
-                "gemm_bf16: shapes A [%lld, %lld], B [%lld, %lld], C [%lld, %lld] do not match",
-                (long long)a.shape[0], (long long)a.shape[1], (long long)b.shape[0],
-                (long long)b.shape[1], (long long)c.shape[0], (long long)c.shape[1]);
-  }
+  if (int rc = kp_expect_shape(args, "gemm_bf16", b, "B", {k, n})) return rc;
+  if (int rc = kp_expect_shape(args, "gemm_bf16", c, "C", {m, n})) return rc;
   // Rows and columns are indexed with int inside the kernel; the grid's y dimension is
   // limited to 65535 blocks.
   if (m > INT_MAX - TILE || n > INT_MAX - TILE || k > INT_MAX - TILE ||
       (m + TILE - 1) / TILE > 65535) {
-    return fail(args, KP_ERR_UNSUPPORTED_SHAPE, "gemm_bf16: M=%lld N=%lld K=%lld is too large",
-                (long long)m, (long long)n, (long long)k);
-  }
-  if (!is_contiguous(a) || !is_contiguous(b) || !is_contiguous(c)) {
-    return fail(args, KP_ERR_UNSUPPORTED_SHAPE, "gemm_bf16: A, B and C must be contiguous");
+    return kp_fail(args, KP_ERR_UNSUPPORTED_SHAPE, "gemm_bf16: M=%lld N=%lld K=%lld is too large",
+                   (long long)m, (long long)n, (long long)k);
   }
 
   const dim3 block(TILE, TILE);
@@ -102,9 +67,5 @@ KP_EXPORT int kp_run(kp_args* args) {
   gemm_seed<<<grid, block, 0, (cudaStream_t)args->stream>>>(
       static_cast<const __nv_bfloat16*>(a.data), static_cast<const __nv_bfloat16*>(b.data),
       static_cast<__nv_bfloat16*>(c.data), (int)m, (int)n, (int)k);
-  const cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) {
-    return fail(args, KP_ERR_CUDA, "gemm_bf16: launch failed: %s", cudaGetErrorString(err));
-  }
-  return KP_OK;
+  return kp_check_launch(args, "gemm_bf16");
 }

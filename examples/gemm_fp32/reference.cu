@@ -5,34 +5,15 @@
 // transpose, so computing C^T = B^T A^T in column-major needs no transposes: an (N x K) by
 // (K x M) product with leading dimensions N (B), K (A) and N (C).
 #include <kernelpro/kp_abi.h>
+#include <kernelpro/kp_check.h>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <climits>
-#include <cstdarg>
 #include <cstdint>
-#include <cstdio>
 
 namespace {
-
-__attribute__((format(printf, 3, 4)))
-int fail(kp_args* args, int code, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(args->message, sizeof(args->message), fmt, ap);
-  va_end(ap);
-  return code;
-}
-
-bool is_contiguous(const kp_tensor& t) {
-  int64_t expected = 1;
-  for (int d = t.rank - 1; d >= 0; --d) {
-    if (t.shape[d] != 1 && t.strides[d] != expected) return false;
-    expected *= t.shape[d];
-  }
-  return true;
-}
 
 // One cuBLAS handle for the life of the process, created on the first call (thread-safe
 // static initialisation). It is never destroyed: destroying it at unload could run after the
@@ -59,45 +40,29 @@ const Cublas& cublas() {
 }  // namespace
 
 KP_EXPORT int kp_run(kp_args* args) {
-  if (args->num_inputs != 2 || args->num_outputs != 1) {
-    return fail(args, KP_ERR_INVALID_ARGUMENT,
-                "gemm_fp32: expected 2 inputs (A, B) and 1 output (C), got %d and %d",
-                args->num_inputs, args->num_outputs);
+  if (int rc = kp_expect_tensors(args, "gemm_fp32", {{"A", KP_FP32, 2, 2}, {"B", KP_FP32, 2, 2}},
+                                 {{"C", KP_FP32, 2, 2}})) {
+    return rc;
   }
   const kp_tensor& a = args->inputs[0];
   const kp_tensor& b = args->inputs[1];
   const kp_tensor& c = args->outputs[0];
-  if (a.dtype != KP_FP32 || b.dtype != KP_FP32 || c.dtype != KP_FP32) {
-    return fail(args, KP_ERR_INVALID_ARGUMENT, "gemm_fp32: A, B and C must be fp32 (%d, %d, %d)",
-                a.dtype, b.dtype, c.dtype);
-  }
-  if (a.rank != 2 || b.rank != 2 || c.rank != 2) {
-    return fail(args, KP_ERR_UNSUPPORTED_SHAPE, "gemm_fp32: A, B and C must be 2-D (%d, %d, %d)",
-                a.rank, b.rank, c.rank);
-  }
   const int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
-  if (m <= 0 || n <= 0 || k <= 0 || b.shape[0] != k || c.shape[0] != m || c.shape[1] != n) {
-    return fail(args, KP_ERR_UNSUPPORTED_SHAPE,
-                "gemm_fp32: shapes A [%lld, %lld], B [%lld, %lld], C [%lld, %lld] do not match",
-                (long long)a.shape[0], (long long)a.shape[1], (long long)b.shape[0],
-                (long long)b.shape[1], (long long)c.shape[0], (long long)c.shape[1]);
-  }
-  if (m > INT_MAX || n > INT_MAX || k > INT_MAX) {
-    return fail(args, KP_ERR_UNSUPPORTED_SHAPE, "gemm_fp32: a dimension exceeds INT_MAX");
-  }
-  if (!is_contiguous(a) || !is_contiguous(b) || !is_contiguous(c)) {
-    return fail(args, KP_ERR_UNSUPPORTED_SHAPE, "gemm_fp32: A, B and C must be contiguous");
-  }
+  if (int rc = kp_expect_shape(args, "gemm_fp32", b, "B", {k, n})) return rc;
+  if (int rc = kp_expect_shape(args, "gemm_fp32", c, "C", {m, n})) return rc;
+  if (int rc = kp_expect_at_most(args, "gemm_fp32", "M", m, INT_MAX)) return rc;
+  if (int rc = kp_expect_at_most(args, "gemm_fp32", "N", n, INT_MAX)) return rc;
+  if (int rc = kp_expect_at_most(args, "gemm_fp32", "K", k, INT_MAX)) return rc;
 
   const Cublas& cb = cublas();
   if (cb.status != CUBLAS_STATUS_SUCCESS) {
-    return fail(args, KP_ERR_CUDA, "gemm_fp32: %s failed: %s", cb.step,
-                cublasGetStatusString(cb.status));
+    return kp_fail(args, KP_ERR_CUDA, "gemm_fp32: %s failed: %s", cb.step,
+                   cublasGetStatusString(cb.status));
   }
   cublasStatus_t st = cublasSetStream(cb.handle, (cudaStream_t)args->stream);
   if (st != CUBLAS_STATUS_SUCCESS) {
-    return fail(args, KP_ERR_CUDA, "gemm_fp32: cublasSetStream failed: %s",
-                cublasGetStatusString(st));
+    return kp_fail(args, KP_ERR_CUDA, "gemm_fp32: cublasSetStream failed: %s",
+                   cublasGetStatusString(st));
   }
   const float alpha = 1.0f, beta = 0.0f;  // beta = 0: C is not read
   // Column-major C^T [n x m] = B^T [n x k] * A^T [k x m].
@@ -105,12 +70,8 @@ KP_EXPORT int kp_run(kp_args* args) {
                    static_cast<const float*>(b.data), (int)n, static_cast<const float*>(a.data),
                    (int)k, &beta, static_cast<float*>(c.data), (int)n);
   if (st != CUBLAS_STATUS_SUCCESS) {
-    return fail(args, KP_ERR_CUDA, "gemm_fp32: cublasSgemm failed: %s",
-                cublasGetStatusString(st));
+    return kp_fail(args, KP_ERR_CUDA, "gemm_fp32: cublasSgemm failed: %s",
+                   cublasGetStatusString(st));
   }
-  const cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) {
-    return fail(args, KP_ERR_CUDA, "gemm_fp32: %s", cudaGetErrorString(err));
-  }
-  return KP_OK;
+  return kp_check_launch(args, "gemm_fp32");
 }

@@ -5,38 +5,19 @@
 // registers or shared memory, or an online max/sum in one pass), 16-byte vector accesses,
 // warp-shuffle reductions, fast exp2-based exponentials, several rows per block.
 #include <kernelpro/kp_abi.h>
+#include <kernelpro/kp_check.h>
 
 #include <cuda_runtime.h>
 
 #include <climits>
 #include <cmath>
-#include <cstdarg>
 #include <cstdint>
-#include <cstdio>
 
 KP_TUNE(BLOCK, 256, 128, 512, 1024)
 
 static_assert((BLOCK & (BLOCK - 1)) == 0, "the tree reduction needs a power-of-two BLOCK");
 
 namespace {
-
-__attribute__((format(printf, 3, 4)))
-int fail(kp_args* args, int code, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(args->message, sizeof(args->message), fmt, ap);
-  va_end(ap);
-  return code;
-}
-
-bool is_contiguous(const kp_tensor& t) {
-  int64_t expected = 1;
-  for (int d = t.rank - 1; d >= 0; --d) {
-    if (t.shape[d] != 1 && t.strides[d] != expected) return false;
-    expected *= t.shape[d];
-  }
-  return true;
-}
 
 __global__ void __launch_bounds__(BLOCK)
 softmax_seed(const float* x, float* y, int64_t cols) {
@@ -75,43 +56,18 @@ softmax_seed(const float* x, float* y, int64_t cols) {
 }  // namespace
 
 KP_EXPORT int kp_run(kp_args* args) {
-  if (args->num_inputs != 1 || args->num_outputs != 1) {
-    return fail(args, KP_ERR_INVALID_ARGUMENT,
-                "softmax: expected 1 input and 1 output, got %d and %d", args->num_inputs,
-                args->num_outputs);
+  if (int rc = kp_expect_tensors(args, "softmax", {{"x", KP_FP32, 1, KP_MAX_RANK}},
+                                 {{"y", KP_FP32, 1, KP_MAX_RANK}})) {
+    return rc;
   }
   const kp_tensor& x = args->inputs[0];
   const kp_tensor& y = args->outputs[0];
-  if (x.dtype != KP_FP32 || y.dtype != KP_FP32) {
-    return fail(args, KP_ERR_INVALID_ARGUMENT, "softmax: x and y must be fp32 (dtypes %d, %d)",
-                x.dtype, y.dtype);
-  }
-  if (x.rank < 1 || x.rank > KP_MAX_RANK || x.rank != y.rank) {
-    return fail(args, KP_ERR_UNSUPPORTED_SHAPE,
-                "softmax: x and y need the same rank >= 1 (got %d, %d)", x.rank, y.rank);
-  }
-  int64_t rows = 1;
-  for (int d = 0; d < x.rank; ++d) {
-    if (x.shape[d] <= 0 || x.shape[d] != y.shape[d]) {
-      return fail(args, KP_ERR_UNSUPPORTED_SHAPE, "softmax: dim %d: x has %lld, y has %lld", d,
-                  (long long)x.shape[d], (long long)y.shape[d]);
-    }
-    if (d < x.rank - 1) rows *= x.shape[d];
-  }
+  if (int rc = kp_expect_same_shape(args, "softmax", y, "y", x, "x")) return rc;
+  const int64_t rows = kp_rows(x);
   const int64_t cols = x.shape[x.rank - 1];
-  if (!is_contiguous(x) || !is_contiguous(y)) {
-    return fail(args, KP_ERR_UNSUPPORTED_SHAPE, "softmax: x and y must be contiguous");
-  }
-  if (rows > INT_MAX) {
-    return fail(args, KP_ERR_UNSUPPORTED_SHAPE, "softmax: %lld rows is too many",
-                (long long)rows);
-  }
+  if (int rc = kp_expect_at_most(args, "softmax", "rows", rows, INT_MAX)) return rc;
 
   softmax_seed<<<(unsigned)rows, BLOCK, 0, (cudaStream_t)args->stream>>>(
       static_cast<const float*>(x.data), static_cast<float*>(y.data), cols);
-  const cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) {
-    return fail(args, KP_ERR_CUDA, "softmax: launch failed: %s", cudaGetErrorString(err));
-  }
-  return KP_OK;
+  return kp_check_launch(args, "softmax");
 }

@@ -1,5 +1,6 @@
 #include "build/builder.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <optional>
@@ -154,8 +155,20 @@ Result<BuildResult> Builder::build(const BuildRequest& request) {
   KP_TRY(std::string version, toolchain());
   auto source = read_file(request.source.string());
   if (!source.ok()) return std::move(source).error().wrap("reading the candidate");
-  auto abi = read_file((options_.include_dir / "kernelpro" / "kp_abi.h").string());
-  if (!abi.ok()) return std::move(abi).error().wrap("reading the ABI header (is --include-dir right?)");
+  // Every header kernelpro ships to candidates (kp_abi.h, kp_check.h) is part of the key.
+  std::vector<fs::path> headers;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(options_.include_dir / "kernelpro", ec))
+    if (e.path().extension() == ".h") headers.push_back(e.path());
+  std::sort(headers.begin(), headers.end());
+  if (headers.empty())
+    return make_error(ErrorCode::kNotFound, fmt::format("no kernelpro/kp_abi.h under {}; is the include directory right?",
+                                                        options_.include_dir.string()));
+  std::string abi;
+  for (const auto& p : headers) {
+    KP_TRY(std::string text, read_file(p.string()));
+    abi += p.filename().string() + '\0' + text + '\0';
+  }
 
   KP_TRY(auto params, parse_tune_params(*source));
   std::map<std::string, long long> tune;
@@ -191,7 +204,7 @@ Result<BuildResult> Builder::build(const BuildRequest& request) {
   Sha256 h;
   h.update(*source);
   h.update(std::string_view("\0abi\0", 5));
-  h.update(*abi);
+  h.update(abi);
   h.update(std::string_view("\0cmd\0", 5));
   for (const auto& c : cmd) h.update(c + "\n");
   for (const auto& l : link) h.update(l + "\n");
@@ -212,9 +225,11 @@ Result<BuildResult> Builder::build(const BuildRequest& request) {
       auto res = parse_ptxas_report(r.log);
       if (res.ok()) r.resources = *res;
       r.key = key;
-      r.command = cmd;
+      r.command = a.meta.value("command", cmd);
       r.tune = tune;
-      r.exports_kp_run = exports_kp_run(r.artifact);
+      // Read at store time; entries from before that field existed are checked now.
+      if (a.meta.contains("exports_kp_run")) r.exports_kp_run = a.meta["exports_kp_run"].get<bool>();
+      else r.exports_kp_run = exports_kp_run(r.artifact);
       r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       return r;
     }
@@ -262,6 +277,7 @@ Result<BuildResult> Builder::compile(const BuildRequest& request, const std::str
   r.ok = true;
   r.exports_kp_run = exports_kp_run(out);
   nlohmann::json meta = {{"source", request.source.string()}, {"command", full}};
+  if (r.exports_kp_run) meta["exports_kp_run"] = *r.exports_kp_run;
   if (options_.use_cache) {
     auto stored = cache_->store(key, out, r.log, meta);
     if (!stored.ok()) return std::move(stored).error().wrap("storing the build in the cache");

@@ -1,7 +1,7 @@
 // The nvcc pipeline: a candidate or reference .cu becomes a shared object, built by nvcc in a
 // pool of parallel jobs and cached by content (DESIGN.md section 3).
 //
-// The cache key is the SHA-256 of: the source text, kp_abi.h, the full nvcc command line
+// The cache key is the SHA-256 of: the source text, the headers under include/kernelpro/, the full nvcc command line
 // (flags, arch, -D values of KP_TUNE parameters, libraries) and `nvcc --version`. A hit costs
 // a file lookup; a miss runs nvcc with a timeout in a scratch directory and stores the result
 // atomically, so concurrent kernelpro processes share one cache safely.

@@ -143,6 +143,20 @@ TEST_F(EvaluatorGpu, CandidateOutputIsKept) {
   EXPECT_NE(r.candidate_stderr.find("a warning from the candidate"), std::string::npos);
 }
 
+TEST_F(EvaluatorGpu, EveryDtypeIsGeneratedPoisonedAndChecked) {
+  auto task = task::load_native_task(testing::test_data_dir() / "tasks" / "mixed_dtypes");
+  ASSERT_TRUE(task.ok()) << task.error().message;
+  auto good = evaluator_->evaluate(*task, task->dir / "candidate.cu");
+  ASSERT_TRUE(good.ok()) << good.error().message;
+  EXPECT_EQ(good->outcome, Outcome::kOk) << good->reason;
+  ASSERT_TRUE(good->report);
+  EXPECT_EQ(good->report->checks.size(), 5u);
+  auto bad = evaluator_->evaluate(*task, task->dir / "off_by_one.cu");
+  ASSERT_TRUE(bad.ok()) << bad.error().message;
+  EXPECT_EQ(bad->outcome, Outcome::kIncorrect) << bad->reason;
+  EXPECT_NE(bad->reason.find("output 'z'"), std::string::npos) << bad->reason;
+}
+
 // A copy of examples/gelu with N small enough (4096) that one call takes a few microseconds.
 fs::path tiny_gelu(const fs::path& dir) {
   fs::create_directories(dir);
