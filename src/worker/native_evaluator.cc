@@ -297,7 +297,6 @@ struct NativeEvaluator::Impl {
   // so its outputs stay unwritten: this catches escaped work whatever its size, where the wall
   // clock check below only catches it when it is large. Set 0's reference outputs are current.
   MaybeStop replay_check(const CandidateLibrary& cand, eval::WorkerReport* report) {
-    KP_STOP_IF(poison_outputs(sets[0]));
     kp_args args = make_args(sets[0], cand_workspace);
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
@@ -314,7 +313,10 @@ struct NativeEvaluator::Impl {
                               "and do not synchronize, allocate or use another stream or thread in kp_run",
                               failed ? failed->reason : std::string(cudaGetErrorName(end != cudaSuccess ? end : inst)))};
     }
-    MaybeStop result = cuda_failure(cudaGraphLaunch(exec, stream), "the candidate's graph replay");
+    // Work that escaped the capture ran eagerly during it: let it finish before poisoning.
+    MaybeStop result = cuda_failure(cudaDeviceSynchronize(), "the candidate execution");
+    if (!result) result = poison_outputs(sets[0]);
+    if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), "the candidate's graph replay");
     if (!result) result = cuda_failure(cudaDeviceSynchronize(), "the candidate's graph replay");
     if (!result) {
       result = compare_outputs(sets[0], report, "when the call is replayed from a CUDA graph");
