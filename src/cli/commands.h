@@ -2,18 +2,11 @@
 #pragma once
 
 #include <optional>
-#include <stdexcept>
 #include <string>
 
 #include "eval/eval_options.h"
 
 namespace kp::cli {
-
-// An unrecoverable setup failure; caught in main only.
-class Fatal : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct CommonFlags {
   std::string arch, nvcc = "nvcc", cache_dir, worker;

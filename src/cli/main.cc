@@ -58,8 +58,10 @@ int main(int argc, char** argv) {
     if (*eval) return kp::cli::run_eval(eval_flags, common);
     if (*build) return kp::cli::run_build(build_flags, common);
     if (*doctor) return kp::cli::run_doctor(common);
-  } catch (const kp::cli::Fatal& f) {
-    std::fprintf(stderr, "kernelpro: %s\n", f.what());
+  } catch (const std::exception& e) {
+    // Operational errors are Results; what arrives here is unexpected (a std::filesystem
+    // error, bad_alloc): say what it was rather than abort.
+    std::fprintf(stderr, "kernelpro: internal error: %s\n", e.what());
     return 4;
   }
   return 2;

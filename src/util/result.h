@@ -2,8 +2,9 @@
 // that exits non-zero, malformed input), carrying either a T or an Error.
 //
 // Error policy (CONTRIBUTING.md): evaluation outcomes are data (eval/outcome.h), operational
-// errors cross module boundaries as Result, bugs trip KP_CHECK, and one Fatal is caught in
-// main only. A message says what failed, on what input, and what to do about it.
+// errors cross module boundaries as Result, bugs trip KP_CHECK, and main alone catches an
+// unexpected exception as a last resort. A message says what failed, on what input, and what
+// to do about it.
 #pragma once
 
 #include <cstdio>
