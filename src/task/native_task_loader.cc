@@ -17,12 +17,6 @@ Error invalid(std::string_view origin, const std::string& what) {
   return make_error(ErrorCode::kInvalidInput, fmt::format("{}: {}", origin, what));
 }
 
-Result<double> number_of(const toml::node* node, std::string_view origin, const std::string& key) {
-  if (!node) return invalid(origin, fmt::format("'{}' is missing", key));
-  if (auto v = node->value<double>()) return *v;
-  return invalid(origin, fmt::format("'{}' must be a number", key));
-}
-
 Result<int64_t> evaluate_dim(const toml::node& node, const SymbolTable& symbols, std::string_view origin,
                              const std::string& where, std::string* text) {
   if (auto i = node.value_exact<int64_t>()) {
