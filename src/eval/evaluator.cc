@@ -66,6 +66,11 @@ Result<EvalResult> Evaluator::evaluate(const task::Task& task, const fs::path& c
   auto t2 = Clock::now();
   KP_TRY(WorkerEvaluation ev, worker_.evaluate(task, r.reference_build->artifact, r.candidate_build->artifact, options_.eval));
   r.worker_seconds = since(t2);
+  if (ev.report.reference_failed)
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("{}; the task is at fault, not the candidate: make task.toml's shapes, dtypes and "
+                                  "scalars match what {} accepts",
+                                  ev.report.reason, task.reference_path.string()));
   r.outcome = ev.report.outcome;
   r.reason = ev.report.reason;
   r.candidate_stdout = std::move(ev.candidate_stdout);

@@ -48,8 +48,8 @@ class Evaluator {
 
   // Evaluates candidate (a .cu file) on task. Every failure of the candidate is an outcome;
   // an Error means the evaluation could not be attempted: the candidate file is missing
-  // (kNotFound), the task's own reference does not build (kInvalidInput, with diagnostics),
-  // or nvcc is missing. Without a GPU the outcome is not_run, with both builds reported.
+  // (kNotFound), the task's own reference does not build or fails on the task's own shapes
+  // (kInvalidInput, with the diagnostics or the reference's message), or nvcc is missing. Without a GPU the outcome is not_run, with both builds reported.
   Result<EvalResult> evaluate(const task::Task& task, const std::filesystem::path& candidate);
 
   // The worker's device; kUnavailable without a GPU.

@@ -161,7 +161,7 @@ OutputCheck output_check_from_json(const json& j) {
 
 json to_json(const WorkerReport& r) {
   json j = {{"outcome", to_string(r.outcome)}, {"reason", r.reason},       {"trials_run", r.trials_run},
-            {"checks", json::array()},         {"output_names", r.output_names}, {"mutated_input", r.mutated_input},
+            {"checks", json::array()},         {"output_names", r.output_names}, {"mutated_input", r.mutated_input}, {"reference_failed", r.reference_failed},
             {"reference_seconds", r.reference_seconds}, {"seed", r.seed}, {"phase_seconds", r.phase_seconds}};
   for (const auto& c : r.checks) j["checks"].push_back(to_json(c));
   if (r.timing) {
@@ -196,6 +196,7 @@ Result<WorkerReport> worker_report_from_json(const json& j) {
     for (const auto& c : j.value("checks", json::array())) r.checks.push_back(output_check_from_json(c));
     r.output_names = j.value("output_names", std::vector<std::string>{});
     r.mutated_input = j.value("mutated_input", "");
+    r.reference_failed = j.value("reference_failed", false);
     r.reference_seconds = j.value("reference_seconds", 0.0);
     r.seed = j.value("seed", uint64_t{0});
     r.phase_seconds = j.value("phase_seconds", std::map<std::string, double>{});

@@ -71,6 +71,7 @@ struct WorkerReport {
   std::vector<OutputCheck> checks;       // per output, from the failing trial or the last one
   std::vector<std::string> output_names;
   std::string mutated_input;             // name of an input the candidate wrote to, if any
+  bool reference_failed = false;         // the task's reference failed: the task is at fault
   std::optional<TimingReport> timing;    // present when outcome is ok (or rejected after timing)
   std::optional<EnergyReport> energy;
   double reference_seconds = 0;          // median time of the reference, same method

@@ -249,6 +249,7 @@ struct NativeEvaluator::Impl {
       kp_args ra = make_args(ref_view, ref_workspace);
       if (MaybeStop s = call_and_sync(ref, ra, "the reference")) {
         s->reason = "the task's reference failed: " + s->reason;
+        report->reference_failed = true;
         return s;
       }
       std::vector<uint64_t> before, after;

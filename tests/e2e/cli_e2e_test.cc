@@ -147,6 +147,25 @@ TEST_F(CliE2e, OnAGpuEvalGivesAVerdictWithTimeAndEnergy) {
   }
 }
 
+TEST_F(CliE2e, OnAGpuShapesTheReferenceRejectsAreBadInput) {
+  if (auto why = testing::gpu_missing()) GTEST_SKIP() << *why;
+  // y is declared with another shape than x: gelu's reference refuses it.
+  fs::path t = write_task(R"(name = "gelu_bad_shapes"
+[[inputs]]
+name = "x"
+dtype = "fp32"
+shape = [1024]
+[[outputs]]
+name = "y"
+dtype = "fp32"
+shape = [512]
+)");
+  CliRun r = kernelpro({"eval", t.string(), (testing::examples_dir() / "gelu" / "seed.cu").string(), "--no-energy"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("the task is at fault"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("KP_ERR_UNSUPPORTED_SHAPE"), std::string::npos) << r.err;
+}
+
 TEST_F(CliE2e, OnAGpuAWrongCandidateExitsOneWithTheReason) {
   if (auto why = testing::gpu_missing()) GTEST_SKIP() << *why;
   CliRun r = kernelpro({"eval", (testing::examples_dir() / "gelu").string(), bad("wrong_values").string(), "--no-energy"});
