@@ -10,11 +10,20 @@ using nlohmann::json;
 
 namespace {
 
+// "(anonymous namespace)::gelu_seed(float const*, float*, long)" -> "gelu_seed": the table
+// has one line per kernel; the full signature is in the JSON.
+std::string short_kernel_name(std::string name) {
+  const std::string anon = "(anonymous namespace)::";
+  for (size_t p; (p = name.find(anon)) != std::string::npos;) name.erase(p, anon.size());
+  if (size_t paren = name.find('('); paren != std::string::npos) name.resize(paren);
+  return name.size() > 40 ? name.substr(0, 37) + "..." : name;
+}
+
 std::string resources_text(const build::BuildResult& b) {
   std::string out;
   for (const auto& k : b.resources.kernels) {
     out += fmt::format("  {:<40} {:>3} regs  {:>7} smem  {:>5} stack  spills {}/{} B{}\n",
-                       k.name.size() > 40 ? k.name.substr(0, 37) + "..." : k.name, k.registers,
+                       short_kernel_name(k.name), k.registers,
                        format_bytes(static_cast<double>(k.shared_bytes)), k.stack_frame_bytes, k.spill_store_bytes,
                        k.spill_load_bytes, k.has_spills() ? "  <- spills" : "");
   }

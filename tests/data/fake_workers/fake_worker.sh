@@ -1,0 +1,34 @@
+#!/bin/sh
+# A stand-in for kp-worker on machines without a GPU: speaks the worker protocol (requests on
+# fd 3, replies on fd 4) and misbehaves on purpose, as $FAKE_MODE says, so the orchestrator's
+# handling of crashes, hangs and protocol breaches is tested on a CPU.
+#   ok        hello, then an "ok" report for every eval
+#   no_gpu    hello answers {"ok":false} like a machine without a GPU
+#   segv      hello, then dies by SIGSEGV on the first eval
+#   hang      hello, then never answers an eval
+#   garbage   hello, then answers an eval with a line that is not JSON
+#   poisoned  hello, then answers one eval and exits 3, as after a lost CUDA context
+# Every start appends a line to $FAKE_STARTS, so tests can count restarts.
+[ -n "${FAKE_STARTS:-}" ] && echo start >> "$FAKE_STARTS"
+echo "fake worker stdout" 
+while read -r line <&3; do
+  case "$line" in
+    *'"op":"hello"'*)
+      if [ "$FAKE_MODE" = no_gpu ]; then
+        echo '{"ok":false,"error":"no CUDA device: fake machine without a GPU"}' >&4
+      else
+        echo '{"ok":true,"device":{"name":"Fake GPU","cc_major":9,"cc_minor":0,"sm_count":132},"protocol":1}' >&4
+      fi ;;
+    *'"op":"shutdown"'*) exit 0 ;;
+    *'"op":"eval"'*)
+      echo "candidate says hi" >&2
+      case "$FAKE_MODE" in
+        segv) kill -SEGV $$ ;;
+        hang) sleep 1000 ;;
+        garbage) echo 'this is not json' >&4 ;;
+        *)
+          echo '{"ok":true,"id":1,"report":{"outcome":"ok","reason":"","trials_run":3,"checks":[],"output_names":["y"],"timing":{"method":"events","samples_s":[0.001,0.002,0.003],"wall_s":[]},"reference_seconds":0.004,"seed":7}}' >&4
+          [ "$FAKE_MODE" = poisoned ] && exit 3 ;;
+      esac ;;
+  esac
+done
