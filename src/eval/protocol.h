@@ -5,7 +5,8 @@
 // stderr belong to the candidate and go to files). Requests:
 //   {"op":"hello"}                       -> {"ok":true,"device":{...}} or {"ok":false,"error":"..."}
 //   {"op":"eval","id":N,"task":{...},"reference":"/abs/ref.so","candidate":"/abs/cand.so",
-//    "options":{...}}                    -> {"ok":true,"id":N,"report":{...}}
+//    "options":{...}}                    -> {"ok":true,"id":N,"report":{...},"exiting":B}
+//   ("exiting":true: the CUDA context is lost and the worker exits after this reply)
 //   (options.seed is present only when the user fixed it; otherwise the worker draws one)
 //   {"op":"shutdown"}                    -> the worker exits 0
 // A malformed request gets {"ok":false,"error":"..."}. Every reply is one line.

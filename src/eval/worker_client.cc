@@ -118,8 +118,10 @@ Result<WorkerEvaluation> WorkerClient::evaluate(const task::Task& task, const fs
                                           reply.is_discarded() ? *line : reply.value("error", *line)));
       } else {
         KP_TRY(ev.report, worker_report_from_json(reply["report"]));
-        if (!process_->running()) {
-          process_->wait(milliseconds(1000));
+        // A worker whose CUDA context is lost says so and exits after replying; wait for it,
+        // so the next evaluation cannot be sent to a dying process and blamed for its death.
+        if (reply.value("exiting", false) || !process_->running()) {
+          process_->wait(milliseconds(5000));
           process_.reset();
           ev.worker_restarted = true;
         }

@@ -118,6 +118,7 @@ TEST_F(WorkerClientTest, AWorkerThatExitsAfterReplyingIsReplaced) {
   auto ev = w.evaluate(one_output_task(), "/r.so", "/c.so", fast());
   ASSERT_TRUE(ev.ok());
   EXPECT_EQ(ev->report.outcome, Outcome::kOk);  // the reply came before the exit
+  EXPECT_TRUE(ev->worker_restarted);
   auto next = w.evaluate(one_output_task(), "/r.so", "/c.so", fast());
   ASSERT_TRUE(next.ok());
   EXPECT_EQ(next->report.outcome, Outcome::kOk);

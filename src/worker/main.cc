@@ -139,6 +139,7 @@ int main(int argc, char** argv) {
     std::fflush(stderr);
     reply["ok"] = true;
     reply["report"] = kp::eval::to_json(report);
+    reply["exiting"] = poisoned;  // the orchestrator then waits for this process to end
     write_reply(out, reply);
     if (poisoned) return 3;  // the context is lost; the orchestrator starts a fresh worker
   }

@@ -27,8 +27,9 @@ while read -r line <&3; do
         hang) sleep 1000 ;;
         garbage) echo 'this is not json' >&4 ;;
         *)
-          echo '{"ok":true,"id":1,"report":{"outcome":"ok","reason":"","trials_run":3,"checks":[],"output_names":["y"],"timing":{"method":"events","samples_s":[0.001,0.002,0.003],"wall_s":[]},"reference_seconds":0.004,"seed":7}}' >&4
-          [ "$FAKE_MODE" = poisoned ] && exit 3 ;;
+          exiting=false; [ "$FAKE_MODE" = poisoned ] && exiting=true
+          echo '{"ok":true,"id":1,"exiting":'$exiting',"report":{"outcome":"ok","reason":"","trials_run":3,"checks":[],"output_names":["y"],"timing":{"method":"events","samples_s":[0.001,0.002,0.003],"wall_s":[]},"reference_seconds":0.004,"seed":7}}' >&4
+          if [ "$FAKE_MODE" = poisoned ]; then sleep 0.2; exit 3; fi ;;
       esac ;;
   esac
 done
