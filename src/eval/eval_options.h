@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace kp::eval {
 
@@ -39,6 +40,16 @@ struct EvalOptions {
   // Watchdog: the worker is killed and the outcome is `timeout` when one evaluation takes
   // longer than this. Seconds; default 120.
   double timeout_s = 120.0;
+  // Physics floor: a median below (ideal bytes / (dram_bytes_per_s * physics_margin)) or
+  // (ideal FLOPs / (peak FLOP/s * physics_margin)) is rejected as impossible. Default 1.3.
+  double physics_margin = 1.3;
+  // KernelBench tasks: "kernelbench" compares in the problem's dtype with KernelBench's
+  // tolerance (1e-4 fp32, 1e-2 fp16/bf16) plus a relative-norm check; "fp64" also runs the
+  // reference in float64 and requires the candidate to be within the tolerance of that.
+  std::string precision_policy = "kernelbench";
+  // KernelBench tasks: reject a candidate that launches any kernel it did not build itself
+  // (PyTorch, cuBLAS, cuDNN). Off by default: KernelBench lets a candidate keep PyTorch ops.
+  bool strict_kernels = false;
 };
 
 }  // namespace kp::eval

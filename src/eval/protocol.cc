@@ -80,7 +80,8 @@ json to_json(const EvalOptions& o) {
             {"graph_threshold_us", o.graph_threshold_us}, {"graph_calls", o.graph_calls},
             {"wall_ratio", o.wall_ratio},                 {"wall_slack_us", o.wall_slack_us},
             {"energy_window_s", o.energy_window_s},       {"idle_window_s", o.idle_window_s},
-            {"timeout_s", o.timeout_s}};
+            {"timeout_s", o.timeout_s},                   {"physics_margin", o.physics_margin},
+            {"precision_policy", o.precision_policy},     {"strict_kernels", o.strict_kernels}};
   if (o.seed) j["seed"] = *o.seed;
   return j;
 }
@@ -100,6 +101,9 @@ EvalOptions eval_options_from_json(const json& j) {
   o.energy_window_s = j.value("energy_window_s", o.energy_window_s);
   o.idle_window_s = j.value("idle_window_s", o.idle_window_s);
   o.timeout_s = j.value("timeout_s", o.timeout_s);
+  o.physics_margin = j.value("physics_margin", o.physics_margin);
+  o.precision_policy = j.value("precision_policy", o.precision_policy);
+  o.strict_kernels = j.value("strict_kernels", o.strict_kernels);
   if (j.contains("seed")) o.seed = j["seed"].get<uint64_t>();
   return o;
 }
@@ -108,7 +112,8 @@ json to_json(const DeviceInfo& d) {
   return {{"name", d.name},       {"cc_major", d.cc_major},   {"cc_minor", d.cc_minor},
           {"sm_count", d.sm_count}, {"l2_bytes", d.l2_bytes}, {"memory_bytes", d.memory_bytes},
           {"driver_version", d.driver_version}, {"runtime_version", d.runtime_version},
-          {"pci_bus_id", d.pci_bus_id}, {"nvml", d.nvml}, {"nvml_error", d.nvml_error}};
+          {"pci_bus_id", d.pci_bus_id}, {"nvml", d.nvml}, {"nvml_error", d.nvml_error},
+          {"dram_bytes_per_s", d.dram_bytes_per_s}};
 }
 
 DeviceInfo device_info_from_json(const json& j) {
@@ -124,6 +129,7 @@ DeviceInfo device_info_from_json(const json& j) {
   d.pci_bus_id = j.value("pci_bus_id", "");
   d.nvml = j.value("nvml", false);
   d.nvml_error = j.value("nvml_error", "");
+  d.dram_bytes_per_s = j.value("dram_bytes_per_s", 0.0);
   return d;
 }
 
@@ -164,6 +170,10 @@ json to_json(const WorkerReport& r) {
             {"checks", json::array()},         {"output_names", r.output_names}, {"mutated_input", r.mutated_input}, {"reference_failed", r.reference_failed},
             {"reference_seconds", r.reference_seconds}, {"seed", r.seed}, {"phase_seconds", r.phase_seconds}};
   for (const auto& c : r.checks) j["checks"].push_back(to_json(c));
+  j["cheat"] = r.cheat;
+  j["physics_floor_s"] = r.physics_floor_s;
+  j["physics_floor_basis"] = r.physics_floor_basis;
+  j["kernels"] = r.kernels;
   if (r.timing) {
     j["timing"] = {{"method", r.timing->method},           {"samples_s", r.timing->samples_s},
                    {"wall_s", r.timing->wall_s},           {"warmup_calls", r.timing->warmup_calls},
@@ -200,6 +210,10 @@ Result<WorkerReport> worker_report_from_json(const json& j) {
     r.reference_seconds = j.value("reference_seconds", 0.0);
     r.seed = j.value("seed", uint64_t{0});
     r.phase_seconds = j.value("phase_seconds", std::map<std::string, double>{});
+    r.cheat = j.value("cheat", "");
+    r.physics_floor_s = j.value("physics_floor_s", 0.0);
+    r.physics_floor_basis = j.value("physics_floor_basis", "");
+    r.kernels = j.value("kernels", std::vector<std::string>{});
     if (j.contains("timing")) {
       const auto& t = j["timing"];
       TimingReport tr;

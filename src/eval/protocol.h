@@ -40,6 +40,9 @@ struct DeviceInfo {
   std::string pci_bus_id;
   bool nvml = false;              // NVML loaded and the device found
   std::string nvml_error;         // why not, when nvml is false
+  // Device-to-device copy bandwidth measured by the worker when it starts (bytes read plus
+  // bytes written per second); the physics floor is derived from it. 0 when not measured.
+  double dram_bytes_per_s = 0;
 };
 
 struct TimingReport {
@@ -80,6 +83,19 @@ struct WorkerReport {
   // Where the worker's time went, seconds: "load", "setup", "correctness", "timing",
   // "reference_timing", "energy" (present when the phase ran).
   std::map<std::string, double> phase_seconds;
+  // The anti-cheat rule that fired, when the outcome is rejected or incorrect because of one:
+  // side_stream, background_thread, result_cache, batched_calls, input_mutation, constant_output,
+  // precision_downgrade, forbidden_library, persisting_l2, timer_patch, lazy_output,
+  // aliased_output, constant_rebinding, torch_patch, physics_floor, no_custom_kernel. The reason
+  // names it in words. Empty otherwise.
+  std::string cheat;
+  // The fastest time physics allows for one call (ideal bytes over DRAM bandwidth, ideal FLOPs
+  // over peak), seconds, and how it was derived; 0 and empty when not applied.
+  double physics_floor_s = 0;
+  std::string physics_floor_basis;
+  // Device kernels one call of the candidate launched, by name, when the worker traced them
+  // (the KernelBench worker does, through the PyTorch profiler).
+  std::vector<std::string> kernels;
 };
 
 nlohmann::json to_json(const task::Task& task);
