@@ -1,0 +1,74 @@
+"""Reference timings of a KernelBench problem: PyTorch eager and torch.compile (inductor, default).
+
+The same timing method as candidates (evaluate.time_calls: single calls on the current stream,
+L2 flushed and persisting L2 reset before each, device sync after), KernelBench's warm-up of 5
+and 100 trials, under no_grad, models built as KernelBench builds them (seed 42, CPU, then
+moved). torch.compile compiles lazily during the warm-up, after torch._dynamo.reset(); the
+warm-up's wall time is reported as warmup_s (for compile, mostly compilation).
+"""
+
+import gc
+import statistics
+
+import torch
+
+from . import evaluate as ev, problem as pb
+
+
+def _stats(samples_s, warmup_s):
+    ms = [s * 1e3 for s in samples_s]
+    return {"ok": True, "mean_ms": statistics.fmean(ms), "std_ms": statistics.pstdev(ms) if len(ms) > 1 else 0.0,
+            "min_ms": min(ms), "max_ms": max(ms), "median_ms": statistics.median(ms), "num_trials": len(ms),
+            "warmup_s": warmup_s}
+
+
+def time_problem(dev, path, modes, warmup=5, trials=100, precision="fp32"):
+    """{mode: stats or {"ok": False, "error": ...}}; the bool says whether the CUDA context is lost."""
+    dtype = pb.PRECISIONS.get(precision, torch.float32)
+    results = {}
+    lost = False
+    for mode in modes:
+        if lost:
+            results[mode] = {"ok": False, "error": "not run: the CUDA context was lost by an earlier mode"}
+            continue
+        model = None
+        sets = None
+        try:
+            prob = pb.Problem(path)
+            init = prob.init_inputs()
+            model = prob.build(prob.Model, init, torch.device("cuda", 0), dtype)
+            if mode == "compile":
+                torch._dynamo.reset()
+                model = torch.compile(model, backend="inductor", mode="default")
+            elif mode != "eager":
+                raise ValueError(f"unknown mode {mode} (eager, compile)")
+            sets = [prob.inputs(42, torch.device("cuda", 0), dtype)]
+
+            def call(xs):
+                with torch.no_grad():
+                    return model(*xs)
+
+            t0 = ev._perf()
+            for _ in range(max(warmup, 1)):
+                out = call(sets[0])
+                ev._sync()
+                del out
+            warmup_s = ev._perf() - t0
+            opts = {"warmup_calls": 1, "timing_budget_s": 0.0, "min_trials": trials, "max_trials": trials}
+            timing = ev.time_calls(dev, call, sets, opts, who=f"the {mode} reference")
+            results[mode] = _stats(timing["samples_s"], warmup_s)
+        except ev.Stop as s:
+            results[mode] = {"ok": False, "error": s.reason}
+            lost = s.outcome == "crash"
+        except Exception as e:
+            lost = ev.context_lost()
+            results[mode] = {"ok": False, "error": f"{type(e).__name__}: {str(e)[:2000]}"}
+        finally:
+            del model, sets
+            gc.collect()
+            try:
+                torch._dynamo.reset()
+                torch.cuda.empty_cache()
+            except Exception:
+                pass
+    return results, lost

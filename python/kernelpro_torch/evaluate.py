@@ -1,0 +1,806 @@
+"""One KernelBench evaluation: correctness, anti-cheat, timing, energy.
+
+KernelBench semantics (reference/kernelbench.md): models built after set_seed(42) on the CPU
+under no_grad, moved and cast, kept in training mode; fresh get_inputs() per trial; exact output
+shape and dtype; allclose at 1e-4 (fp32) or 1e-2 (fp16/bf16); CUDA-event timing of single calls
+on the current stream after a device sync and an L2 flush. Its holes are closed as listed in
+ARCHITECTURE.md ("KernelBench path"). The most visible difference: in each trial the candidate
+runs *before* the reference, on the same inputs, and the reference then runs on an untouched copy.
+So the reference's output for a trial does not exist while the candidate runs (nothing to find
+through gc or a reused allocation), and an input the candidate mutates is caught by comparison
+with the copy.
+"""
+
+import json
+import math
+import os
+import random
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+import traceback
+import weakref
+
+import torch
+
+from . import compare, loader, problem as pb
+
+# The harness's own references to its timing functions, taken before any candidate code runs:
+# a candidate that patches torch.cuda.Event.elapsed_time or time.perf_counter changes nothing
+# the harness measures (and is caught by problem.Guard).
+_Event = torch.cuda.Event
+_record = torch.cuda.Event.record
+_elapsed = torch.cuda.Event.elapsed_time
+_sync = torch.cuda.synchronize
+_perf = time.perf_counter
+
+STICKY = ("illegal memory access", "illegal instruction", "misaligned address", "unspecified launch failure",
+          "device-side assert", "an illegal", "hardware stack error", "invalid program counter",
+          "CUDA error: unknown error", "the launch timed out")
+
+
+class Stop(Exception):
+    """Why an evaluation ended early: an outcome, a reason, and the cheat it caught, if any."""
+
+    def __init__(self, outcome, reason, cheat="", reference_failed=False):
+        super().__init__(reason)
+        self.outcome = outcome
+        self.reason = reason
+        self.cheat = cheat
+        self.reference_failed = reference_failed
+
+
+def context_lost():
+    try:
+        _sync()
+        torch.empty(1, device="cuda").fill_(1).item()
+        return False
+    except Exception:
+        return True
+
+
+def _describe_exception(e, who):
+    text = f"{type(e).__name__}: {e}".strip()
+    tb = traceback.format_exc().strip().splitlines()
+    tail = "\n".join(tb[-8:])
+    return f"{who} raised {text}\n{tail}" if tail else f"{who} raised {text}"
+
+
+def run_guarded(fn, who):
+    """Calls fn; an exception becomes a Stop (crash when the CUDA context is lost)."""
+    try:
+        return fn()
+    except Stop:
+        raise
+    except torch.cuda.OutOfMemoryError as e:
+        raise Stop("runtime_error", f"{who}: out of device memory ({str(e).splitlines()[0]})")
+    except Exception as e:
+        lost = any(s in str(e) for s in STICKY) or context_lost()
+        reason = _describe_exception(e, who)
+        if lost:
+            raise Stop("crash", reason + "\n(the CUDA context is lost)")
+        raise Stop("runtime_error", reason)
+
+
+def outputs_of(value, who):
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)) and value and all(isinstance(v, torch.Tensor) for v in value):
+        return list(value)
+    raise Stop("incorrect", f"{who} returned {type(value).__name__}, not a tensor (KernelBench compares one tensor)")
+
+
+def thread_count():
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+def storage_range(t):
+    s = t.untyped_storage()
+    return s.data_ptr(), s.data_ptr() + s.nbytes()
+
+
+def tensors(xs):
+    return [x for x in xs if isinstance(x, torch.Tensor)]
+
+
+def nbytes(xs):
+    return sum(t.numel() * t.element_size() for t in tensors(xs))
+
+
+class Device:
+    """What the worker knows of its GPU, measured once when it starts."""
+
+    def __init__(self):
+        from . import native
+
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"PyTorch {torch.__version__} sees no CUDA device (torch.cuda.is_available() is False); "
+                               "run on a machine with an NVIDIA GPU, driver and a CUDA build of torch")
+        torch.cuda.set_device(0)
+        p = torch.cuda.get_device_properties(0)
+        self.props = p
+        self.name = p.name
+        self.l2_bytes = int(getattr(p, "L2_cache_size", 50 << 20))
+        bus = getattr(p, "pci_bus_id", 0)
+        self.pci_bus_id = f"{getattr(p, 'pci_domain_id', 0):08X}:{bus:02X}:{getattr(p, 'pci_device_id', 0):02X}.0"
+        self.driver = native.Driver()
+        self.nvml = native.Nvml(self.pci_bus_id)
+        self.flush = torch.empty(max(4 * self.l2_bytes, 256 << 20), dtype=torch.uint8, device="cuda")
+        self.dram_bytes_per_s = self._copy_bandwidth()
+        self.idle_watts = None
+
+    def _copy_bandwidth(self):
+        free, _ = torch.cuda.mem_get_info()
+        n = int(min(1 << 30, free // 8)) // 4 * 4
+        a = torch.empty(n // 4, dtype=torch.float32, device="cuda")
+        b = torch.empty_like(a)
+        b.copy_(a)
+        best = 0.0
+        for _ in range(5):
+            s, e = _Event(enable_timing=True), _Event(enable_timing=True)
+            _record(s)
+            b.copy_(a)
+            _record(e)
+            _sync()
+            best = max(best, 2 * n / (_elapsed(s, e) * 1e-3))
+        del a, b
+        torch.cuda.empty_cache()
+        return best
+
+    def info(self):
+        p = self.props
+        return {"name": self.name, "cc_major": p.major, "cc_minor": p.minor, "sm_count": p.multi_processor_count,
+                "l2_bytes": self.l2_bytes, "memory_bytes": int(p.total_memory),
+                "driver_version": self.nvml.driver_version() if self.nvml.available else 0,
+                "runtime_version": _cuda_version_int(), "pci_bus_id": self.pci_bus_id,
+                "nvml": self.nvml.available, "nvml_error": self.nvml.error,
+                "dram_bytes_per_s": self.dram_bytes_per_s}
+
+    def prepare_timed_call(self):
+        """L2 flush and persisting-L2 reset, then an idle GPU: the state every timed call starts from."""
+        self.flush.zero_()
+        self.driver.reset_persisting_l2()
+        _sync()
+
+
+def _cuda_version_int():
+    v = torch.version.cuda or "0.0"
+    major, minor = (v.split(".") + ["0"])[:2]
+    return int(major) * 1000 + int(minor) * 10
+
+
+def time_calls(dev, call, sets, options, check=None, who="the candidate", threads_fixed=None):
+    """Event timing of single calls on the current stream, KernelBench style, hardened.
+
+    Before each call: L2 flush, persisting-L2 reset, device sync. After: device sync, then
+    (outside the timed region) `check(set_index, outputs)` and the persisting-L2 limit. The
+    trial count follows from the warm-up estimate and options' budget.
+    """
+    timing = {"method": "events", "samples_s": [], "wall_s": [], "warmup_calls": 0, "input_sets": len(sets),
+              "l2_flush_bytes": int(dev.flush.numel())}
+    warm = max(int(options.get("warmup_calls", 5)), 1)
+    est = []
+    for i in range(warm):
+        dev.prepare_timed_call()
+        s, e = _Event(enable_timing=True), _Event(enable_timing=True)
+        _record(s)
+        run_guarded(lambda: call(sets[i % len(sets)]), who)
+        _record(e)
+        run_guarded(_sync, who)
+        est.append(_elapsed(s, e) * 1e-3)
+    timing["warmup_calls"] = warm
+    torch.cuda.empty_cache()
+    t_est = max(statistics.median(est), 1e-7)
+    budget = float(options.get("timing_budget_s", 0.5))
+    n = int(min(max(budget / (t_est + 1e-4), options.get("min_trials", 20)), options.get("max_trials", 2000)))
+    for i in range(n):
+        k = i % len(sets)
+        dev.prepare_timed_call()
+        s, e = _Event(enable_timing=True), _Event(enable_timing=True)
+        t0 = _perf()
+        _record(s)
+        out = run_guarded(lambda: call(sets[k]), who)
+        _record(e)
+        run_guarded(_sync, who)
+        wall = _perf() - t0
+        timing["samples_s"].append(_elapsed(s, e) * 1e-3)
+        timing["wall_s"].append(wall)
+        if check is not None:
+            check(i, k, out)
+            limit = dev.driver.persisting_l2_limit()
+            if limit:
+                raise Stop("rejected", f"the candidate set aside {limit} bytes of persisting L2 "
+                                       "(cudaLimitPersistingL2CacheSize), which survives the L2 flush between timed "
+                                       "calls; timed calls must start from a cold cache", cheat="persisting_l2")
+            if threads_fixed is not None and thread_count() > threads_fixed:
+                raise Stop("rejected", f"the process has {thread_count()} threads after timed call {i + 1}, "
+                                       f"{threads_fixed} before timing: the candidate started a background thread, "
+                                       "whose work the events on the current stream do not see",
+                           cheat="background_thread")
+        del out
+    return timing
+
+
+def trace_call(call, inputs, candidate_symbols):
+    """Kernels of one call, traced with the PyTorch profiler (CUPTI), and work that escaped the
+    current stream: anything on another stream still running when a marker kernel on the current
+    stream, launched right after the call, started."""
+    from torch.profiler import ProfilerActivity, profile
+
+    # Markers: torch.cuda._sleep launches a tiny spin kernel, a name no candidate uses.
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        torch.cuda._sleep(1)
+        out = call(inputs)
+        torch.cuda._sleep(1)
+        _sync()
+    del out
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        path = f.name
+    try:
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            trace = json.load(f)
+    finally:
+        os.unlink(path)
+    events = [ev for ev in trace.get("traceEvents", []) if isinstance(ev, dict)
+              and ev.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and "ts" in ev]
+    events.sort(key=lambda ev: float(ev["ts"]))
+    fills = [i for i, ev in enumerate(events) if ev.get("cat") == "kernel" and "spin_kernel" in ev.get("name", "")]
+    if len(fills) < 2:
+        return {"kernels": [ev.get("name", "") for ev in events if ev.get("cat") == "kernel"], "escaped": [],
+                "owned": None}
+    first, last = events[fills[0]], events[fills[-1]]
+    stream = first.get("args", {}).get("stream")
+    # Work of the call that runs after the end marker is in the trace too: take everything
+    # after the first marker except the end marker itself.
+    body = [ev for ev in events[fills[0] + 1:] if ev is not last]
+    end_start = float(last["ts"])
+    escaped = []
+    for ev in body:
+        s = ev.get("args", {}).get("stream")
+        finish = float(ev["ts"]) + float(ev.get("dur", 0))
+        if s != stream and finish > end_start:
+            escaped.append(f"{ev.get('name', '?')} (stream {s})")
+    kernels = [ev.get("name", "") for ev in body if ev.get("cat") == "kernel"]
+    owned = None
+    if candidate_symbols is not None:
+        owned = [k for k in kernels if kernel_base(k) in candidate_symbols]
+    return {"kernels": kernels, "escaped": escaped, "owned": owned}
+
+
+def kernel_base(name):
+    """'void ns::k<float>(float const*, int)' -> 'ns::k': comparable between traces and nm -C."""
+    s = name.strip()
+    if s.startswith("void "):
+        s = s[5:]
+    depth, out = 0, []
+    for ch in s:
+        if ch == "(" and depth == 0:
+            break
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out).strip()
+
+
+def library_symbols(paths):
+    """Base names of every function defined in the candidate's shared objects (nm -C); None when
+    nm is unavailable, so kernels cannot be attributed."""
+    names = set()
+    for p in paths:
+        try:
+            r = subprocess.run(["nm", "-C", "--defined-only", p], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if r.returncode != 0:
+            continue
+        for line in r.stdout.splitlines():
+            parts = line.split(" ", 2)
+            if len(parts) == 3 and parts[1] in ("T", "t", "W", "w"):
+                names.add(kernel_base(parts[2]))
+    return names
+
+
+def measure_energy(dev, call, sets, t_call, options):
+    e = {"measured": False, "unavailable_reason": "", "joules_per_call": 0.0, "dynamic_joules_per_call": 0.0,
+         "average_watts": 0.0, "idle_watts": 0.0, "window_s": 0.0, "calls": 0, "sm_clock_mhz": 0, "temperature_c": 0}
+    window = float(options.get("energy_window_s", 0.5))
+    if window <= 0:
+        e["unavailable_reason"] = "disabled (--no-energy)"
+        return e
+    if not dev.nvml.available:
+        e["unavailable_reason"] = dev.nvml.error or "NVML unavailable"
+        return e
+    nv = dev.nvml
+
+    def next_tick(frm):
+        t0 = _perf()
+        while _perf() - t0 < 0.5:
+            v = nv.total_energy_mj()
+            if v is None:
+                return None
+            if v != frm:
+                return v
+            time.sleep(0.001)
+        return frm
+
+    if dev.idle_watts is None:
+        _sync()
+        a = next_tick(nv.total_energy_mj())
+        t0 = _perf()
+        time.sleep(float(options.get("idle_window_s", 0.5)))
+        b = next_tick(nv.total_energy_mj())
+        dt = _perf() - t0
+        dev.idle_watts = (b - a) * 1e-3 / dt if (a is not None and b is not None and dt > 0) else 0.0
+    e["idle_watts"] = dev.idle_watts
+    chunk = max(1, int(0.02 / max(t_call, 1e-7)))
+    e0 = next_tick(nv.total_energy_mj())
+    if e0 is None:
+        e["unavailable_reason"] = "NVML energy read failed"
+        return e
+    t0 = _perf()
+    calls = 0
+    last = e0
+    e1 = None
+    while True:
+        for _ in range(chunk):
+            run_guarded(lambda: call(sets[calls % len(sets)]), "the candidate")
+            calls += 1
+        run_guarded(_sync, "the candidate")
+        if _perf() - t0 < window:
+            continue
+        v = nv.total_energy_mj()
+        if v is None:
+            break
+        if v != last:
+            e1 = v
+            break
+        last = v
+        if _perf() - t0 > window + 1.0:
+            break
+    w = _perf() - t0
+    if e1 is None:
+        e["unavailable_reason"] = "the NVML energy counter did not advance"
+        return e
+    joules = (e1 - e0) * 1e-3
+    e.update(measured=True, calls=calls, window_s=w, joules_per_call=joules / calls, average_watts=joules / w,
+             dynamic_joules_per_call=max(0.0, joules - e["idle_watts"] * w) / calls,
+             sm_clock_mhz=nv.sm_clock_mhz(), temperature_c=nv.temperature_c())
+    return e
+
+
+def roll_inputs(xs, shift):
+    """Same tensors (same pointers), new contents: each tensor's values rotated by `shift`.
+
+    The values keep their distribution (and integer targets stay valid class ids) while every
+    position changes, so a cache keyed on pointers or on sampled elements is stale."""
+    for t in tensors(xs):
+        if t.numel() > 1:
+            flat = t.view(-1)
+            flat.copy_(torch.roll(flat, shifts=shift % flat.numel() or 1))
+
+
+class Evaluation:
+    def __init__(self, dev, req):
+        self.dev = dev
+        self.req = req
+        self.options = req.get("options", {}) or {}
+        task = req.get("task", {}) or {}
+        self.problem_path = req.get("reference") or task.get("problem")
+        self.candidate_path = req.get("candidate")
+        self.library = req.get("library")
+        self.library_source = req.get("library_source")
+        self.build_dir = req.get("build_dir")
+        self.dtype = pb.PRECISIONS.get(self.options.get("precision", "fp32"), torch.float32)
+        seed = self.options.get("seed")
+        self.seed = int(seed) if seed is not None else random.SystemRandom().getrandbits(63)
+        self.report = {"outcome": "crash", "reason": "", "trials_run": 0, "checks": [], "output_names": ["output"],
+                       "mutated_input": "", "reference_failed": False, "reference_seconds": 0.0, "seed": self.seed,
+                       "phase_seconds": {}, "cheat": "", "physics_floor_s": 0.0, "physics_floor_basis": "",
+                       "kernels": []}
+        self.exiting = False
+
+    # -- phases -------------------------------------------------------------------------------
+    def run(self):
+        phase = [_perf()]
+
+        def end(name):
+            now = _perf()
+            self.report["phase_seconds"][name] = now - phase[0]
+            phase[0] = now
+
+        try:
+            self._run(end)
+            self.report["outcome"] = "ok"
+        except Stop as s:
+            self.report["outcome"] = s.outcome
+            self.report["reason"] = s.reason
+            self.report["cheat"] = s.cheat
+            self.report["reference_failed"] = s.reference_failed
+            # A crash loses the context; these cheats leave the process changed (patched
+            # functions, a live thread, a stream still running): a fresh worker comes next.
+            if s.outcome == "crash" or s.cheat in ("timer_patch", "torch_patch", "constant_rebinding",
+                                                   "background_thread", "side_stream", "persisting_l2"):
+                self.exiting = True
+        except Exception as e:  # a harness bug must still be an answer, not a dead worker
+            self.report["outcome"] = "crash"
+            self.report["reason"] = _describe_exception(e, "the kernelpro worker")
+            self.exiting = context_lost()
+        finally:
+            guard = getattr(self, "_guard", None)
+            if guard is not None:
+                if guard.check():
+                    self.exiting = True
+                guard.restore()
+            self.driver_reset()
+            self._cleanup()
+        return self.report, self.exiting
+
+    def driver_reset(self):
+        try:
+            self.dev.driver.reset_persisting_l2()
+        except Exception:
+            pass
+
+    def _cleanup(self):
+        for k in list(vars(self)):
+            if k.startswith("_m") or k in ("sets", "ref_outs", "_guard", "_problem"):
+                setattr(self, k, None)
+        import gc
+
+        gc.collect()
+        try:
+            torch.cuda.empty_cache()
+        except Exception:
+            pass
+
+    def _run(self, end):
+        opts = self.options
+        device = torch.device("cuda", 0)
+        try:
+            prob = pb.Problem(self.problem_path)
+        except pb.ProblemError as e:
+            raise Stop("runtime_error", str(e), reference_failed=True)
+        rng = random.Random(self.seed)
+        trials = max(1, int(opts.get("correctness_trials", 5)))
+        trial_seeds = [rng.randrange(2 ** 32 - 1) for _ in range(trials)]
+        set_seeds = [rng.randrange(2 ** 32 - 1) for _ in range(max(1, int(opts.get("input_sets", 3))))]
+
+        # Everything of the problem that the candidate could disturb is taken before it loads.
+        try:
+            init = prob.init_inputs()
+            self._m_ref = prob.build(prob.Model, init, device, self.dtype)
+            shapes = [tuple(t.shape) for t in tensors(prob.inputs(trial_seeds[0], "cpu", self.dtype))]
+        except Exception as e:
+            raise Stop("runtime_error", _describe_exception(e, "the problem's reference"), reference_failed=True)
+        guard = pb.Guard()
+        self._guard, self._problem = guard, prob
+        end("setup")
+
+        # Load the candidate in its own namespace.
+        loader._library_path = self.library
+        loader._library_source = self.library_source
+        if self.build_dir and not os.environ.get("TORCH_CUDA_ARCH_LIST"):
+            p = self.dev.props
+            os.environ["TORCH_CUDA_ARCH_LIST"] = f"{p.major}.{p.minor}"
+        py_threads = threading.active_count()
+        try:
+            cand = pb.Candidate(self.candidate_path, self.build_dir)
+        except pb.CandidateLoadError as e:
+            raise Stop(e.outcome, str(e), cheat=e.cheat)
+        found = guard.check()
+        if found:
+            raise Stop("rejected", found[1], cheat=found[0])
+        if prob.rebound_constants():
+            raise Stop("rejected", f"the candidate changed the problem's constants {prob.rebound_constants()}",
+                       cheat="constant_rebinding")
+        try:
+            self._m_new = prob.build(cand.ModelNew, init, device, self.dtype)
+        except Exception as e:
+            lost = context_lost()
+            raise Stop("crash" if lost else "runtime_error", _describe_exception(e, "ModelNew(*get_init_inputs())"))
+        symbols = library_symbols(cand.extension_files + ([self.library] if self.library else []))
+        end("load")
+
+        ref, new = self._m_ref, self._m_new
+
+        def call_ref(xs):
+            with torch.no_grad():
+                return ref(*xs)
+
+        def call_new(xs):
+            with torch.no_grad():
+                return new(*xs)
+
+        # Correctness: candidate first, then the reference on an untouched copy.
+        threads_before = None
+        previous = None
+        returned = {}  # id -> weakref of every output tensor the candidate handed back
+        for t, s in enumerate(trial_seeds):
+            try:
+                xs = prob.inputs(s, device, self.dtype)
+            except Exception as e:
+                raise Stop("runtime_error", _describe_exception(e, "the problem's get_inputs()"), reference_failed=True)
+            got = [tuple(x.shape) for x in tensors(xs)]
+            if t == 0 and got != shapes:
+                raise Stop("rejected", f"get_inputs() now returns shapes {got}, not {shapes}: the problem's sizes were "
+                                       "changed", cheat="constant_rebinding")
+            pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
+            _sync()
+            out = outputs_of(run_guarded(lambda: call_new(xs), "the candidate's forward"), "the candidate")
+            run_guarded(_sync, "the candidate's forward")
+            # Python threads are counted from before the candidate loaded; native threads from
+            # after its first call (the CUDA libraries may start their own on first use).
+            if threading.active_count() > py_threads:
+                raise Stop("rejected", f"the candidate started {threading.active_count() - py_threads} Python thread(s) "
+                                       "that outlive its call: work in a background thread escapes the timing",
+                           cheat="background_thread")
+            if threads_before is not None and thread_count() > threads_before:
+                raise Stop("rejected", f"the candidate's forward left {thread_count() - threads_before} new thread(s) "
+                                       "running: work in a background thread escapes the timing", cheat="background_thread")
+            if t == 0:
+                threads_before = thread_count()
+            self._check_outputs_are_real(out, xs)
+            remember(returned, out)
+            for i, (a, b) in enumerate(zip(xs, pristine)):
+                if isinstance(a, torch.Tensor) and not _bitwise_equal(a, b):
+                    self.report["mutated_input"] = f"input {i}"
+                    raise Stop("incorrect", f"the candidate wrote to input {i} (it differs from a copy taken before "
+                                            "the call); inputs are read-only", cheat="input_mutation")
+            try:
+                want = outputs_of(call_ref(pristine), "the reference")
+                _sync()
+            except Stop as st:
+                st.reference_failed = True
+                raise
+            except Exception as e:
+                raise Stop("runtime_error", _describe_exception(e, "the problem's reference"), reference_failed=True)
+            try:
+                self._compare(out, want, f"in trial {t + 1}", pristine, init)
+            except Stop as st:
+                if previous is not None and previous == _fingerprint(out) and st.outcome == "incorrect":
+                    st.cheat = "result_cache"
+                    st.reason += (" -- and the output is identical to the previous trial's, on different inputs: "
+                                  "results are cached across calls")
+                raise
+            previous = _fingerprint(out)
+            self.report["trials_run"] = t + 1
+            del out, want, pristine, xs
+        found = guard.check()
+        if found:
+            raise Stop("rejected", found[1], cheat=found[0])
+        if prob.rebound_constants():
+            raise Stop("rejected", f"the candidate changed the problem's constants {prob.rebound_constants()}",
+                       cheat="constant_rebinding")
+        end("correctness")
+
+        # Timing sets, each with its reference output, as many as fit in a quarter of free memory.
+        free, _ = torch.cuda.mem_get_info()
+        sets, ref_outs = [], []
+        for s in set_seeds:
+            xs = prob.inputs(s, device, self.dtype)
+            want = outputs_of(call_ref(xs), "the reference")
+            _sync()
+            per_set = nbytes(xs) + 3 * sum(w.numel() * w.element_size() for w in want)
+            sets.append(xs)
+            ref_outs.append(want)
+            if per_set * (len(sets) + 1) > free // 4:
+                break
+        self.sets, self.ref_outs = sets, ref_outs
+
+        # Escaped work and kernel attribution, from one traced call.
+        try:
+            traced = trace_call(call_new, sets[0], symbols)
+        except Stop:
+            raise
+        except Exception as e:
+            traced = {"kernels": [], "escaped": [], "owned": None, "error": str(e)}
+        self.report["kernels"] = traced["kernels"][:64]
+        if traced["escaped"]:
+            raise Stop("rejected", "work escaped the current stream (a side stream or a background thread): "
+                                   f"{', '.join(traced['escaped'][:3])} still ran after the call's last work on the "
+                                   "current stream; launch on torch.cuda.current_stream() or join other streams "
+                                   "back into it", cheat="side_stream")
+        if traced["owned"] is not None and traced["kernels"]:
+            foreign = [k for k in traced["kernels"] if k not in traced["owned"]]
+            if not traced["owned"]:
+                raise Stop("rejected", "no kernel of the candidate's own ran: ModelNew computed its output with "
+                                       f"PyTorch or library kernels only ({', '.join(sorted(set(foreign))[:3])})",
+                           cheat="no_custom_kernel")
+            if opts.get("strict_kernels") and foreign:
+                raise Stop("rejected", f"the candidate launched kernels it did not build ({', '.join(sorted(set(foreign))[:3])}); "
+                                       "--strict-kernels forbids PyTorch and library kernels", cheat="forbidden_library")
+        elif traced["owned"] is not None and not traced["kernels"]:
+            raise Stop("rejected", "the candidate's forward launched no kernel at all: its output was not computed "
+                                   "on the GPU by this call", cheat="no_custom_kernel")
+
+        # Timing, with every timed call's output checked against its set's reference.
+        def check(i, k, out):
+            got = outputs_of(out, "the candidate")
+            for j, (o, w) in enumerate(zip(got, ref_outs[k])):
+                c = compare.check_output(o, w)
+                if not c["passed"]:
+                    if seen(returned, o):
+                        raise Stop("rejected", f"the output of timed call {i + 1} (input set {k + 1}) is wrong: "
+                                               f"{c['reason']}; it is the very tensor an earlier call returned, so "
+                                               "results are cached across calls", cheat="result_cache")
+                    raise Stop("rejected", f"the output of timed call {i + 1} (input set {k + 1}) is wrong although "
+                                           f"the same inputs passed before: {c['reason']}; work is deferred to, batched "
+                                           "with or cached from other calls", cheat="batched_calls")
+            remember(returned, got)
+        torch.cuda.empty_cache()
+        timing = time_calls(self.dev, call_new, sets, opts, check=check, threads_fixed=thread_count())
+        self.report["timing"] = timing
+        median = statistics.median(timing["samples_s"])
+        wall = statistics.median(timing["wall_s"])
+        if wall > float(opts.get("wall_ratio", 1.5)) * median + float(opts.get("wall_slack_us", 100.0)) * 1e-6 + 50e-6:
+            # The Python call itself costs host time that events on an idle stream do not see;
+            # 50 us more slack covers it.
+            raise Stop("rejected", f"work escaped the stream: the median call takes {wall * 1e6:.1f} us of wall time to "
+                                   f"a device-wide sync but {median * 1e6:.1f} us between events on the current stream "
+                                   "(a side stream or a background thread)", cheat="side_stream")
+        end("timing")
+
+        # Result caching: same pointers with new contents must give new, correct outputs, and
+        # must not be slower than the inputs the candidate has already seen.
+        self._cache_checks(call_new, call_ref, sets, median)
+        self._physics_floor(sets[0], ref_outs[0], median)
+        end("cache_checks")
+
+        ref_timing = time_calls(self.dev, call_ref, sets, opts, who="the reference")
+        self.report["reference_seconds"] = statistics.median(ref_timing["samples_s"])
+        end("reference_timing")
+        found = guard.check()
+        if found:
+            raise Stop("rejected", found[1], cheat=found[0])
+        self.report["energy"] = measure_energy(self.dev, call_new, sets, median, opts)
+        end("energy")
+
+    def _check_outputs_are_real(self, outs, inputs):
+        for o in outs:
+            if type(o) is not torch.Tensor:
+                raise Stop("rejected", f"the output is a {type(o).__name__}, a torch.Tensor subclass: outputs must be "
+                                       "plain tensors computed by the call, not lazy or proxy objects", cheat="lazy_output")
+            if not o.is_cuda:
+                raise Stop("incorrect", f"the output is on {o.device}; it must be on the GPU")
+            lo, hi = storage_range(o)
+            for i, x in enumerate(tensors(inputs)):
+                a, b = storage_range(x)
+                if lo < b and a < hi:
+                    raise Stop("rejected", f"the output shares memory with input {i}: it is an alias of the input, "
+                                           "not a computed result", cheat="aliased_output")
+
+    def _compare(self, outs, wants, when, pristine, init):
+        if len(outs) != len(wants):
+            raise Stop("incorrect", f"{len(outs)} outputs but the reference returns {len(wants)}")
+        self.report["output_names"] = ["output"] if len(wants) == 1 else [f"output{i}" for i in range(len(wants))]
+        checks = []
+        failure = None
+        for i, (o, w) in enumerate(zip(outs, wants)):
+            c = compare.check_output(o, w)
+            checks.append(c)
+            if not c["passed"] and failure is None:
+                cheat = ""
+                reason = f"{self.report['output_names'][i]} {when}: {c['reason']}"
+                if c["reference_nonfinite"]:
+                    failure = Stop("runtime_error", reason, reference_failed=True)
+                    continue
+                if c["constant_output"]:
+                    cheat = "constant_output"
+                elif compare.downgrade_hint(c, w.dtype):
+                    cheat = "precision_downgrade"
+                    reason += (" (an error of this size is what fp16, bf16 or TF32 arithmetic gives: compute in the "
+                               "output's precision)")
+                failure = Stop("incorrect", reason, cheat=cheat)
+        self.report["checks"] = checks
+        if failure:
+            raise failure
+        if self.options.get("precision_policy") == "fp64" and any(w.dtype == torch.float32 for w in wants):
+            self._fp64_check(outs, wants, pristine, init, when)
+
+    def _fp64_check(self, outs, wants, pristine, init, when):
+        """The candidate must be about as close to a float64 reference as PyTorch's fp32 is."""
+        prob = pb.Problem(self.problem_path)
+        m64 = prob.build(prob.Model, init, torch.device("cuda", 0), torch.float64)
+        xs64 = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in pristine]
+        with torch.no_grad():
+            r64 = outputs_of(m64(*xs64), "the float64 reference")
+        for i, (o, w, r) in enumerate(zip(outs, wants, r64)):
+            e_ref = compare.relnorm(w, r)
+            e_new = compare.relnorm(o, r)
+            bound = max(10 * e_ref, 1e-6)
+            if e_new > bound:
+                raise Stop("incorrect", f"output {i} {when}: relative error {e_new:.3g} against a float64 reference, "
+                                        f"where PyTorch's fp32 has {e_ref:.3g} (bound {bound:.3g}): the candidate computes "
+                                        "in lower precision than the problem's", cheat="precision_downgrade")
+        del m64
+
+    def _cache_checks(self, call_new, call_ref, sets, median):
+        """Same tensors, new contents (rolled values), five times: each output must be right for
+        the new contents, with the reference computed only after the candidate's call (so there
+        is nothing to copy), and the calls must not be slower than on inputs already seen."""
+        xs = sets[0]
+        fresh = []
+        for j in range(5):
+            roll_inputs(xs, 7919 * (j + 1))
+            self.dev.prepare_timed_call()
+            s, e = _Event(enable_timing=True), _Event(enable_timing=True)
+            _record(s)
+            out = run_guarded(lambda: call_new(xs), "the candidate")
+            _record(e)
+            run_guarded(_sync, "the candidate")
+            fresh.append(_elapsed(s, e) * 1e-3)
+            got = outputs_of(out, "the candidate")
+            want = outputs_of(call_ref(xs), "the reference")
+            _sync()
+            for o, w in zip(got, want):
+                c = compare.check_output(o, w)
+                if not c["passed"]:
+                    raise Stop("rejected", "after the inputs changed in place (same tensors, new values) the output was "
+                                           f"wrong: {c['reason']}; results are cached (by pointer, tensor or input "
+                                           "fingerprint) or copied from elsewhere", cheat="result_cache")
+            self.ref_outs[0] = want
+            del out, got
+        f = statistics.median(fresh)
+        self.report["cache_probe"] = {"fresh_median_s": f, "timed_median_s": median}
+        if f > 1.5 * median + 5e-6:
+            raise Stop("rejected", f"the candidate takes {f * 1e6:.1f} us on inputs it has not seen but {median * 1e6:.1f} us "
+                                   "on the repeated timing inputs: results are cached by input", cheat="result_cache")
+
+    def _physics_floor(self, xs, outs, median):
+        bw = self.dev.dram_bytes_per_s
+        margin = float(self.options.get("physics_margin", 1.3))
+        b = nbytes(xs) + nbytes(outs)
+        if bw <= 0 or b <= 0:
+            self.report["physics_floor_basis"] = "not applied: no bandwidth measured"
+            return
+        floor = b / (bw * margin)
+        self.report["physics_floor_s"] = floor
+        self.report["physics_floor_basis"] = (f"{b:.3g} B of inputs and outputs / ({bw:.3g} B/s measured copy bandwidth "
+                                              f"x {margin:g}); every timed call starts with a flushed L2")
+        if median < floor:
+            raise Stop("rejected", f"the median call takes {median * 1e6:.1f} us, below the physics floor of "
+                                   f"{floor * 1e6:.1f} us ({self.report['physics_floor_basis']}): no kernel reads its "
+                                   "inputs and writes its outputs that fast; the timing is not of the real work",
+                       cheat="physics_floor")
+
+
+def remember(returned, outs):
+    for o in outs:
+        returned[id(o)] = weakref.ref(o)
+
+
+def seen(returned, o):
+    r = returned.get(id(o))
+    return r is not None and r() is o
+
+
+def _fingerprint(outs):
+    """A cheap identity of output values: per output, its float64 sum and its first 1024 elements."""
+    fp = []
+    for o in outs:
+        flat = o.reshape(-1)
+        fp.append((tuple(o.shape), float(flat.double().sum()) if o.numel() else 0.0,
+                   tuple(flat[:1024].double().cpu().tolist())))
+    return fp
+
+
+def _bitwise_equal(a, b):
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point():
+        return torch.equal(a.view(-1).view(_int_of(a.dtype)), b.view(-1).view(_int_of(b.dtype)))
+    return torch.equal(a, b)
+
+
+def _int_of(dtype):
+    return {torch.float32: torch.int32, torch.float64: torch.int64, torch.float16: torch.int16,
+            torch.bfloat16: torch.int16}.get(dtype, torch.uint8)

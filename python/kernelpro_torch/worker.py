@@ -1,0 +1,145 @@
+"""`python -m kernelpro_torch.worker`: the KernelBench worker.
+
+It speaks kp-worker's protocol (src/eval/protocol.h): one JSON request per line on fd 3, one
+JSON reply per line on fd 4; stdout and stderr belong to the candidates. Requests:
+  {"op":"hello"}     -> {"ok":true,"device":{...},"protocol":1,"torch_version":"..."} or {"ok":false,"error":...}
+  {"op":"eval",...}  -> {"ok":true,"id":N,"report":{WorkerReport},"exiting":B}
+  {"op":"baseline","id":N,"problem":P,"modes":[...],"warmup":5,"trials":100}
+                     -> {"ok":true,"id":N,"hardware":...,"device":"cuda:0","torch_version":...,
+                         "results":{"eager":{...},"compile":{...}},"exiting":B}
+  {"op":"shutdown"}  -> exits 0
+"exiting": the CUDA context is lost; the worker exits right after the reply and the orchestrator
+starts a fresh one. `--stdio` serves stdin/stdout instead, for manual debugging.
+"""
+
+import json
+import os
+import sys
+
+PROTOCOL = 1
+
+
+class Channel:
+    def __init__(self, stdio=False):
+        if stdio:
+            self.inp, self.out = sys.stdin, sys.stdout
+        else:
+            try:
+                self.inp = os.fdopen(3, "r", encoding="utf-8", errors="replace")
+                self.out = os.fdopen(4, "w", encoding="utf-8")
+            except OSError:
+                sys.stderr.write("kernelpro_torch.worker: fds 3 and 4 must be open (the kernelpro orchestrator starts "
+                                 "this program); use --stdio to talk to it by hand\n")
+                raise SystemExit(2)
+
+    def requests(self):
+        for line in self.inp:
+            yield line
+
+    def reply(self, obj):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.out.write(json.dumps(obj, default=_jsonable) + "\n")
+        self.out.flush()
+
+
+def _jsonable(x):
+    if isinstance(x, float):
+        return x
+    try:
+        return float(x)
+    except Exception:
+        return str(x)
+
+
+def _sanitize(obj):
+    """JSON has no NaN or Infinity: such numbers become null-free finite stand-ins or strings."""
+    if isinstance(obj, float):
+        if obj != obj:
+            return 0.0
+        if obj in (float("inf"), float("-inf")):
+            return 1e308 if obj > 0 else -1e308
+        return obj
+    if isinstance(obj, dict):
+        return {k: _sanitize(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_sanitize(v) for v in obj]
+    return obj
+
+
+def main(argv):
+    chan = Channel(stdio="--stdio" in argv)
+    dev = None
+    dev_error = None
+    torch_version = ""
+
+    def ensure_device():
+        nonlocal dev, dev_error, torch_version
+        if dev is not None or dev_error is not None:
+            return
+        try:
+            import torch
+
+            torch_version = torch.__version__
+            from . import evaluate
+
+            dev = evaluate.Device()
+        except ImportError as e:
+            dev_error = (f"PyTorch is not importable by {sys.executable} ({e}); KernelBench problems need torch: "
+                         "pip install torch, or point --python / KERNELPRO_PYTHON at an interpreter that has it")
+        except Exception as e:
+            dev_error = str(e)
+
+    for line in chan.requests():
+        try:
+            req = json.loads(line)
+            if not isinstance(req, dict) or "op" not in req:
+                raise ValueError
+        except ValueError:
+            chan.reply({"ok": False, "error": "malformed request: expected a JSON object with \"op\""})
+            continue
+        op = req["op"]
+        if op == "shutdown":
+            return 0
+        if op == "hello":
+            ensure_device()
+            if dev is None:
+                chan.reply({"ok": False, "error": dev_error, "protocol": PROTOCOL})
+            else:
+                chan.reply({"ok": True, "device": dev.info(), "protocol": PROTOCOL, "torch_version": torch_version})
+            continue
+        if op not in ("eval", "baseline"):
+            chan.reply({"ok": False, "error": f"unknown op \"{op}\" (hello, eval, baseline, shutdown)"})
+            continue
+        ensure_device()
+        rid = req.get("id", 0)
+        if dev is None:
+            chan.reply({"ok": False, "id": rid, "error": dev_error})
+            continue
+        if op == "eval":
+            missing = [k for k in ("reference", "candidate") if not req.get(k)]
+            if missing:
+                chan.reply({"ok": False, "id": rid, "error": f"eval request without {', '.join(missing)}"})
+                continue
+            from . import evaluate
+
+            report, exiting = evaluate.Evaluation(dev, req).run()
+            chan.reply(_sanitize({"ok": True, "id": rid, "report": report, "exiting": exiting}))
+        else:
+            if not req.get("problem"):
+                chan.reply({"ok": False, "id": rid, "error": "baseline request without \"problem\""})
+                continue
+            from . import baseline
+
+            results, exiting = baseline.time_problem(dev, req["problem"], req.get("modes", ["eager", "compile"]),
+                                                     int(req.get("warmup", 5)), int(req.get("trials", 100)),
+                                                     req.get("precision", "fp32"))
+            chan.reply(_sanitize({"ok": True, "id": rid, "hardware": dev.name, "device": "cuda:0",
+                                  "torch_version": torch_version, "results": results, "exiting": exiting}))
+        if exiting:
+            return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

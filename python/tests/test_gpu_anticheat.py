@@ -1,0 +1,164 @@
+"""The KernelBench path's anti-cheat suite, on a real GPU: every cheat is caught with its name,
+every honest candidate passes. Libraries of the fast form are built here with nvcc (the
+orchestrator uses kernelpro's build cache; this test only needs the .so)."""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import torch
+
+from kernelpro_torch import evaluate
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KB = os.path.join(ROOT, "tests", "data", "kernelbench")
+CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "kernelpro", "test-libs")
+
+OPTIONS = {"correctness_trials": 3, "warmup_calls": 3, "timing_budget_s": 0.15, "min_trials": 10, "max_trials": 200,
+           "input_sets": 2, "energy_window_s": 0, "physics_margin": 1.3}
+
+# (problem, candidate, library source or None, extra options)
+HONEST = [
+    ("relu.py", "honest/relu_fast.py", "honest/relu_fast.cu", {}),
+    ("softmax_wide.py", "honest/softmax_fast.py", "honest/softmax_fast.cu", {}),
+    ("gemm.py", "honest/gemm_fast.py", "honest/gemm_fast.cu", {}),
+    ("linear_relu.py", "honest/linear_relu_fast.py", "honest/linear_relu_fast.cu", {}),
+    ("cross_entropy.py", "honest/cross_entropy_fast.py", "honest/cross_entropy_fast.cu", {}),
+    ("masked_sum.py", "honest/masked_sum_fast.py", "honest/masked_sum_fast.cu", {}),
+    ("relu.py", "honest/relu_fast.py", "honest/relu_fast.cu", {"precision_policy": "fp64"}),
+    ("gemm.py", "honest/gemm_fast.py", "honest/gemm_fast.cu", {"precision_policy": "fp64"}),
+    ("softmax_wide.py", "honest/softmax_fast.py", "honest/softmax_fast.cu", {"energy_window_s": 0.5}),
+]
+
+# (problem, candidate, library, options, allowed outcomes, cheat, a word the reason must contain)
+CHEATS = [
+    ("relu.py", "cheats/side_stream_py.py", "cheats/relu_lib.cu", {}, ("rejected",), "side_stream", "stream"),
+    ("relu.py", "cheats/side_stream_cu.py", "cheats/side_stream_cu.cu", {}, ("rejected",), "side_stream", "stream"),
+    ("relu.py", "cheats/background_thread.py", "cheats/relu_lib.cu", {}, ("rejected",), "background_thread", "thread"),
+    ("relu.py", "cheats/pointer_cache.py", "cheats/relu_lib.cu", {}, ("rejected", "incorrect"), "result_cache", "cache"),
+    ("softmax_wide.py", "cheats/fingerprint_cache.py", "cheats/softmax_lib.cu", {}, ("rejected",), "result_cache", "cache"),
+    ("relu.py", "cheats/batched_calls.py", "cheats/relu_lib.cu", {}, ("rejected",), "batched_calls", "timed call"),
+    ("relu.py", "cheats/input_mutation.py", "cheats/relu_lib.cu", {}, ("incorrect",), "input_mutation", "input"),
+    ("softmax_wide.py", "cheats/zeros.py", "cheats/zeros_lib.cu", {}, ("incorrect",), "constant_output", "constant"),
+    ("softmax_wide.py", "cheats/constant.py", "cheats/zeros_lib.cu", {}, ("incorrect",), "constant_output", "constant"),
+    ("gemm.py", "cheats/precision_half.py", "cheats/relu_lib.cu", {}, ("incorrect",), "precision_downgrade", "precision"),
+    ("gemm.py", "cheats/precision_inputs.py", "cheats/relu_lib.cu", {"precision_policy": "fp64"}, ("incorrect",),
+     "precision_downgrade", "float64"),
+    ("relu.py", "cheats/torch_only.py", "cheats/relu_lib.cu", {}, ("rejected",), "no_custom_kernel", "PyTorch"),
+    ("linear_relu.py", "honest/linear_relu_fast.py", "honest/linear_relu_fast.cu", {"strict_kernels": True},
+     ("rejected",), "forbidden_library", "strict"),
+    ("relu.py", "cheats/persisting_l2.py", "cheats/persisting_l2.cu", {}, ("rejected",), "persisting_l2", "L2"),
+    ("relu.py", "cheats/timer_patch.py", "cheats/relu_lib.cu", {}, ("rejected",), "timer_patch", "elapsed_time"),
+    ("relu.py", "cheats/lazy_output.py", "cheats/relu_lib.cu", {}, ("rejected",), "lazy_output", "subclass"),
+    ("relu.py", "cheats/aliased_output.py", "cheats/relu_lib.cu", {}, ("rejected",), "aliased_output", "alias"),
+    ("relu.py", "cheats/rebind_gc.py", "cheats/relu_lib.cu", {}, ("rejected",), "constant_rebinding", "batch_size"),
+    ("relu.py", "cheats/torch_patch.py", "cheats/zeros_lib.cu", {}, ("rejected",), "torch_patch", "torch.relu"),
+    ("softmax_wide.py", "cheats/gc_reference.py", "cheats/zeros_lib.cu", {}, ("incorrect",), "", ""),
+    # The floor itself: an honest kernel judged against a bandwidth 1000x too low must be rejected.
+    ("relu.py", "honest/relu_fast.py", "honest/relu_fast.cu", {"physics_margin": 1e-3}, ("rejected",),
+     "physics_floor", "physics floor"),
+]
+
+
+def build(source):
+    src = os.path.join(KB, source)
+    with open(src, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:16]
+    os.makedirs(CACHE, exist_ok=True)
+    out = os.path.join(CACHE, f"{os.path.basename(source)}.{digest}.so")
+    if not os.path.exists(out):
+        cc = "".join(map(str, torch.cuda.get_device_capability()))
+        nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+        subprocess.run([nvcc, "-O3", f"-arch=sm_{cc}", "-shared", "-Xcompiler", "-fPIC", "-o", out + ".tmp", src],
+                       check=True)
+        os.replace(out + ".tmp", out)
+    return out, src
+
+
+DEV = None
+
+
+def device():
+    global DEV
+    if DEV is None:
+        DEV = evaluate.Device()
+    return DEV
+
+
+ONLY = [w for w in os.environ.get("KP_ONLY", "").split(",") if w]
+
+
+def selected(candidate):
+    return not ONLY or any(w in candidate for w in ONLY)
+
+
+def run(problem, candidate, library, extra):
+    req = {"task": {"kind": "kernelbench"}, "reference": os.path.join(KB, "problems", problem),
+           "candidate": os.path.join(KB, candidate), "options": dict(OPTIONS, **extra),
+           "build_dir": os.path.join(CACHE, "torch_extensions")}
+    if library:
+        req["library"], req["library_source"] = build(library)
+    t0 = time.time()
+    report, exiting = evaluate.Evaluation(device(), req).run()
+    report["_wall_s"] = time.time() - t0
+    return report, exiting
+
+
+def log(line):
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+class HonestTest(unittest.TestCase):
+    def test_every_honest_candidate_passes(self):
+        failures = []
+        for problem, cand, lib, extra in HONEST:
+            if not selected(cand):
+                continue
+            r, exiting = run(problem, cand, lib, extra)
+            t = r.get("timing", {}).get("samples_s", [])
+            med = sorted(t)[len(t) // 2] * 1e6 if t else 0
+            log(f"HONEST {cand} on {problem} {extra}: {r['outcome']} {r['cheat']} median {med:.1f} us, reference "
+                f"{r['reference_seconds'] * 1e6:.1f} us, floor {r['physics_floor_s'] * 1e6:.1f} us, kernels "
+                f"{r['kernels'][:3]}, wall {r['_wall_s']:.1f} s {r['reason'][:300]}")
+            if r["outcome"] != "ok" or r["cheat"]:
+                failures.append(f"{cand}: {r['outcome']} {r['cheat']}: {r['reason'][:500]}")
+            self.assertFalse(exiting)
+        self.assertEqual(failures, [])
+
+    @unittest.skipIf(ONLY, "KP_ONLY selects other candidates")
+    def test_load_inline_form_passes(self):
+        r, _ = run("relu.py", "honest/relu_inline.py", None, {})
+        log(f"HONEST load_inline relu: {r['outcome']} load {r['phase_seconds'].get('load', 0):.1f} s, wall "
+            f"{r['_wall_s']:.1f} s, kernels {r['kernels'][:3]} {r['reason'][:500]}")
+        self.assertEqual(r["outcome"], "ok", r["reason"])
+        self.assertIn("relu_kernel(float const*, float*, long)", r["kernels"])
+
+
+class CheatTest(unittest.TestCase):
+    def test_every_cheat_is_caught_and_named(self):
+        missed = []
+        for problem, cand, lib, extra, outcomes, cheat, word in CHEATS:
+            if not selected(cand):
+                continue
+            r, exiting = run(problem, cand, lib, extra)
+            t = r.get("timing", {}).get("samples_s", [])
+            med = sorted(t)[len(t) // 2] * 1e6 if t else 0
+            log(f"CHEAT {cand} on {problem} {extra}: {r['outcome']} [{r['cheat']}] median {med:.1f} us "
+                f"probe {r.get('cache_probe')} {r['reason'][:300]}")
+            ok = r["outcome"] in outcomes and r["cheat"] == cheat and word.lower() in r["reason"].lower()
+            if not ok:
+                missed.append(f"{cand}: got {r['outcome']} [{r['cheat']}] {r['reason'][:400]}; wanted {outcomes} [{cheat}]")
+            if exiting and r["outcome"] == "crash":
+                missed.append(f"{cand}: the worker's context was lost")
+                break
+        self.assertEqual(missed, [])
+
+
+if __name__ == "__main__":
+    unittest.main()

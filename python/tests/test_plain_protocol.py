@@ -1,0 +1,95 @@
+"""The worker's protocol, spoken to a real worker process over fds 3 and 4."""
+
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+PYDIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class Worker:
+    def __init__(self):
+        req_r, self.req_w = os.pipe()
+        self.rep_r, rep_w = os.pipe()
+        # The child must see the pipes as fds 3 and 4, like kp-worker.
+        def setup():
+            a, b = os.dup(req_r), os.dup(rep_w)  # the pipes may themselves be fds 3 or 4
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+        env = dict(os.environ, PYTHONPATH=PYDIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.proc = subprocess.Popen([sys.executable, "-m", "kernelpro_torch.worker"], preexec_fn=setup, close_fds=False,
+                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        os.close(req_r)
+        os.close(rep_w)
+        self.out = os.fdopen(self.rep_r, "r")
+        self.inp = os.fdopen(self.req_w, "w")
+
+    def ask(self, line):
+        self.inp.write(line + "\n")
+        self.inp.flush()
+        return json.loads(self.out.readline())
+
+    def close(self):
+        try:
+            self.inp.write('{"op":"shutdown"}\n')
+            self.inp.flush()
+        except BrokenPipeError:
+            pass
+        rc = self.proc.wait(timeout=60)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        self.out.close()
+        return rc
+
+
+class ProtocolTest(unittest.TestCase):
+    def setUp(self):
+        self.w = Worker()
+
+    def tearDown(self):
+        if self.w.proc.poll() is None:
+            self.w.close()
+
+    def test_malformed_requests_get_an_error_and_the_worker_stays_up(self):
+        r = self.w.ask("this is not json")
+        self.assertFalse(r["ok"])
+        self.assertIn("malformed", r["error"])
+        r = self.w.ask('{"no_op": 1}')
+        self.assertFalse(r["ok"])
+        r = self.w.ask('{"op": "dance"}')
+        self.assertFalse(r["ok"])
+        self.assertIn("unknown op", r["error"])
+        self.assertIn("hello", r["error"])
+
+    def test_hello_reports_the_device_or_says_why_not(self):
+        r = self.w.ask('{"op":"hello"}')
+        self.assertEqual(r["protocol"], 1)
+        try:
+            import torch
+            have_gpu = torch.cuda.is_available()
+        except ImportError:
+            torch, have_gpu = None, False
+        if torch is None:
+            self.assertFalse(r["ok"])
+            self.assertIn("PyTorch is not importable", r["error"])
+        elif not have_gpu:
+            self.assertFalse(r["ok"])
+            self.assertIn("no CUDA device", r["error"])
+        else:
+            self.assertTrue(r["ok"], r)
+            self.assertTrue(r["device"]["name"])
+            self.assertGreater(r["device"]["dram_bytes_per_s"], 1e11)
+
+    def test_eval_without_a_device_or_fields_is_an_error_reply(self):
+        r = self.w.ask('{"op":"eval","id":7}')
+        self.assertFalse(r["ok"])
+        self.assertEqual(r["id"], 7)
+
+    def test_shutdown_exits_zero(self):
+        self.assertEqual(self.w.close(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,15 @@
+# Cheat (input_mutation): computes the right output, then zeroes its input (so a reference run
+# afterwards on the same tensor would agree with anything). Problem: relu.py. Library: relu_lib.cu.
+import torch
+import torch.nn as nn
+import kernelpro_torch
+
+lib = kernelpro_torch.load()
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x, y, x.numel())
+        x.zero_()
+        return y

@@ -1,0 +1,13 @@
+# Cheat (persisting_l2): see persisting_l2.cu. Problem: relu.py.
+import torch
+import torch.nn as nn
+import kernelpro_torch
+
+lib = kernelpro_torch.load()
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x, y, x.numel())
+        return y

@@ -1,0 +1,20 @@
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """ReLU; on KernelBench's [0, 1) inputs it is the identity."""
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+batch_size = 4096
+dim = 16384
+
+def get_inputs():
+    x = torch.rand(batch_size, dim)
+    return [x]
+
+def get_init_inputs():
+    return []
