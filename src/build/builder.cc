@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "build/elf_imports.h"
 #include "sys/subprocess.h"
 #include "sys/temp_dir.h"
 #include "util/hash.h"
@@ -55,6 +56,38 @@ std::optional<bool> exports_kp_run(const fs::path& so) {
     if (!fields.empty() && fields.back() == "kp_run") return true;
   }
   return false;
+}
+
+// DT_NEEDED of the shared object; nullopt without readelf.
+std::optional<std::vector<std::string>> needed_libraries(const fs::path& so) {
+  sys::Command c;
+  c.argv = {"readelf", "-d", so.string()};
+  c.timeout = std::chrono::milliseconds(30000);
+  auto r = sys::run(c);
+  if (!r.ok() || !r->success()) return std::nullopt;
+  return parse_needed_libraries(r->stdout_text);
+}
+
+// The undefined symbols of the objects nvcc kept in dir (--keep): the source's own, and not
+// the device-link stub (<out stem>_dlink.o), which only registers the fatbinary. nullopt
+// without nm or without an object.
+std::optional<std::vector<std::string>> object_imports(const fs::path& dir, const fs::path& out) {
+  const std::string dlink = out.stem().string() + "_dlink.o";
+  std::string text;
+  bool found = false;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".o" || e.path().filename() == dlink) continue;
+    sys::Command c;
+    c.argv = {"nm", "--undefined-only", e.path().string()};
+    c.timeout = std::chrono::milliseconds(30000);
+    auto r = sys::run(c);
+    if (!r.ok() || !r->success()) return std::nullopt;
+    text += r->stdout_text;
+    found = true;
+  }
+  if (!found) return std::nullopt;
+  return parse_undefined_symbols(text);
 }
 
 // The toolkit's library directory, from where nvcc is (its bin/../lib64), so that a shared object
@@ -210,6 +243,7 @@ Result<BuildResult> Builder::build(const BuildRequest& request) {
   for (const auto& l : link) h.update(l + "\n");
   h.update(std::string_view("\0nvcc\0", 6));
   h.update(version);
+  h.update(fmt::format("\nmeta {}", kBuildMetaVersion));
   std::string key = h.hex_digest();
 
   if (options_.use_cache) {
@@ -230,6 +264,10 @@ Result<BuildResult> Builder::build(const BuildRequest& request) {
       // Read at store time; entries from before that field existed are checked now.
       if (a.meta.contains("exports_kp_run")) r.exports_kp_run = a.meta["exports_kp_run"].get<bool>();
       else r.exports_kp_run = exports_kp_run(r.artifact);
+      // Stored since meta version 2, which is part of the key.
+      if (a.meta.contains("needed_libraries") && a.meta["needed_libraries"].is_array()) r.needed_libraries = a.meta["needed_libraries"].get<std::vector<std::string>>();
+      else r.needed_libraries = needed_libraries(r.artifact);
+      if (a.meta.contains("imported_symbols") && a.meta["imported_symbols"].is_array()) r.imported_symbols = a.meta["imported_symbols"].get<std::vector<std::string>>();
       r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       return r;
     }
@@ -244,6 +282,7 @@ Result<BuildResult> Builder::compile(const BuildRequest& request, const std::str
   KP_TRY(sys::TempDir dir, sys::TempDir::create("kernelpro-nvcc-"));
   fs::path out = dir.path() / "artifact.so";
   std::vector<std::string> full = cmd;
+  full.push_back("--keep");  // leaves the source's object in dir, for object_imports
   full.push_back(fs::absolute(request.source).string());
   full.push_back("-o");
   full.push_back(out.string());
@@ -276,8 +315,12 @@ Result<BuildResult> Builder::compile(const BuildRequest& request, const std::str
   if (res.ok()) r.resources = *res;
   r.ok = true;
   r.exports_kp_run = exports_kp_run(out);
-  nlohmann::json meta = {{"source", request.source.string()}, {"command", full}};
+  r.needed_libraries = needed_libraries(out);
+  r.imported_symbols = object_imports(dir.path(), out);
+  nlohmann::json meta = {{"source", request.source.string()}, {"command", full}, {"meta_version", kBuildMetaVersion}};
   if (r.exports_kp_run) meta["exports_kp_run"] = *r.exports_kp_run;
+  if (r.needed_libraries) meta["needed_libraries"] = *r.needed_libraries;
+  if (r.imported_symbols) meta["imported_symbols"] = *r.imported_symbols;
   if (options_.use_cache) {
     auto stored = cache_->store(key, out, r.log, meta);
     if (!stored.ok()) return std::move(stored).error().wrap("storing the build in the cache");

@@ -2,7 +2,9 @@
 // pool of parallel jobs and cached by content (DESIGN.md section 3).
 //
 // The cache key is the SHA-256 of: the source text, the headers under include/kernelpro/, the full nvcc command line
-// (flags, arch, -D values of KP_TUNE parameters, libraries) and `nvcc --version`. A hit costs
+// (flags, arch, -D values of KP_TUNE parameters, libraries), `nvcc --version` and the version of
+// what the builder records beside the .so (kBuildMetaVersion), so that an entry never lacks a
+// field that a newer kernelpro reads from it. A hit costs
 // a file lookup; a miss runs nvcc with a timeout in a scratch directory and stores the result
 // atomically, so concurrent kernelpro processes share one cache safely.
 #pragma once
@@ -22,6 +24,10 @@
 #include "util/thread_pool.h"
 
 namespace kp::build {
+
+// The version of the metadata stored with each cache entry. 2: needed_libraries and
+// imported_symbols (for the library policy) beside exports_kp_run.
+constexpr int kBuildMetaVersion = 2;
 
 struct BuildOptions {
   // The nvcc to run: a path, or a name searched in PATH. Default "nvcc".
@@ -76,6 +82,14 @@ struct BuildResult {
   // Whether the shared object exports kp_run, read from its dynamic symbol table with `nm -D`
   // (nullopt when nm is unavailable: the worker's dlsym then decides).
   std::optional<bool> exports_kp_run;
+  // The shared libraries the .so needs (DT_NEEDED, from `readelf -d`), e.g. "libcublas.so.13";
+  // nullopt when readelf is unavailable.
+  std::optional<std::vector<std::string>> needed_libraries;
+  // What the source's own code imports: the undefined symbols of the object nvcc compiled it to
+  // (kept with --keep), e.g. "cublasSgemm_v2", "dlopen". Read from the object, not the .so,
+  // because the static CUDA runtime linked into every .so imports dlopen and dlmopen itself.
+  // nullopt when nm is unavailable or the object was not found.
+  std::optional<std::vector<std::string>> imported_symbols;
 };
 
 class Builder {

@@ -1,6 +1,7 @@
 // Toolchain tier: real nvcc builds of every example and of broken candidates.
 #include "build/builder.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -102,6 +103,32 @@ TEST_F(BuilderToolchain, MissingEntryPointIsSeenInTheSymbolTable) {
   ASSERT_TRUE(r.ok() && r->ok);
   if (!r->exports_kp_run) GTEST_SKIP() << "nm is not available";
   EXPECT_FALSE(*r->exports_kp_run);
+}
+
+TEST_F(BuilderToolchain, LinkedLibrariesAndTheSourcesOwnImportsAreRecordedAndCached) {
+  Builder builder(options());
+  fs::path ref = testing::examples_dir() / "gemm_fp32" / "reference.cu";
+  auto cold = builder.build({ref, {"cublas"}, {}});
+  ASSERT_TRUE(cold.ok() && cold->ok) << (cold.ok() ? cold->log : cold.error().message);
+  if (!cold->needed_libraries || !cold->imported_symbols) GTEST_SKIP() << "readelf or nm is not available";
+  auto has_prefix = [](const std::vector<std::string>& v, const std::string& p) {
+    return std::any_of(v.begin(), v.end(), [&](const std::string& s) { return s.rfind(p, 0) == 0; });
+  };
+  EXPECT_TRUE(has_prefix(*cold->needed_libraries, "libcublas.so"));
+  EXPECT_TRUE(has_prefix(*cold->imported_symbols, "cublasSgemm"));
+  // The object's imports, not the .so's: the static CUDA runtime's own dlopen is not among them.
+  EXPECT_FALSE(has_prefix(*cold->imported_symbols, "dlopen"));
+  auto warm = builder.build({ref, {"cublas"}, {}});
+  ASSERT_TRUE(warm.ok() && warm->ok);
+  EXPECT_TRUE(warm->cache_hit);
+  EXPECT_EQ(warm->needed_libraries, cold->needed_libraries);
+  EXPECT_EQ(warm->imported_symbols, cold->imported_symbols);
+
+  auto dl = builder.build({testing::test_data_dir() / "cheats" / "native" / "dlopen_cublas.cu", {}, {}});
+  ASSERT_TRUE(dl.ok() && dl->ok);
+  ASSERT_TRUE(dl->imported_symbols);
+  EXPECT_TRUE(has_prefix(*dl->imported_symbols, "dlopen"));
+  EXPECT_FALSE(has_prefix(*dl->needed_libraries, "libcublas"));
 }
 
 TEST_F(BuilderToolchain, UndeclaredTuneOverrideIsAnError) {
