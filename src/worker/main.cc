@@ -4,6 +4,7 @@
 // orchestrator starts a new one.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <random>
@@ -24,6 +25,43 @@ using nlohmann::json;
 bool write_reply(FILE* out, const json& reply) {
   std::string line = reply.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   return std::fwrite(line.data(), 1, line.size(), out) == line.size() && std::fflush(out) == 0;
+}
+
+// Device-to-device copy bandwidth, bytes read plus bytes written per second: the best of 5
+// copies of min(1 GiB, free / 8) bytes after one warm-up copy. The physics floor's bytes term
+// rests on it. 0 when it cannot be measured (the term is then not applied).
+double measure_copy_bandwidth() {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  const size_t bytes = std::min<size_t>(size_t{1} << 30, free_bytes / 8) & ~size_t{255};
+  if (bytes < (size_t{1} << 20)) return 0;
+  void* src = nullptr;
+  void* dst = nullptr;
+  cudaStream_t s = nullptr;
+  cudaEvent_t a = nullptr, b = nullptr;
+  bool ok = cudaMalloc(&src, bytes) == cudaSuccess && cudaMalloc(&dst, bytes) == cudaSuccess &&
+            cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess && cudaEventCreate(&a) == cudaSuccess &&
+            cudaEventCreate(&b) == cudaSuccess && cudaMemsetAsync(src, 1, bytes, s) == cudaSuccess &&
+            cudaMemsetAsync(dst, 0, bytes, s) == cudaSuccess;
+  double best = 0;
+  for (int i = 0; ok && i < 6; ++i) {  // the first copy warms up
+    ok = cudaEventRecord(a, s) == cudaSuccess && cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s) == cudaSuccess &&
+         cudaEventRecord(b, s) == cudaSuccess && cudaEventSynchronize(b) == cudaSuccess;
+    float ms = 0;
+    if (ok && i > 0 && cudaEventElapsedTime(&ms, a, b) == cudaSuccess && ms > 0)
+      best = std::max(best, 2.0 * static_cast<double>(bytes) / (static_cast<double>(ms) * 1e-3));
+  }
+  if (s) cudaStreamSynchronize(s);
+  if (a) cudaEventDestroy(a);
+  if (b) cudaEventDestroy(b);
+  if (s) cudaStreamDestroy(s);
+  if (src) cudaFree(src);
+  if (dst) cudaFree(dst);
+  cudaGetLastError();
+  return ok ? best : 0;
 }
 
 kp::Result<kp::eval::DeviceInfo> open_device() {
@@ -51,6 +89,10 @@ kp::Result<kp::eval::DeviceInfo> open_device() {
   char bus[64] = {0};
   cudaDeviceGetPCIBusId(bus, sizeof bus, 0);
   d.pci_bus_id = bus;
+  int clock_khz = 0;
+  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0) == cudaSuccess) d.sm_clock_khz = clock_khz;
+  cudaGetLastError();
+  d.dram_bytes_per_s = measure_copy_bandwidth();
   return d;
 }
 

@@ -1,5 +1,7 @@
 #include "worker/native_evaluator.h"
 
+#include <dirent.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -10,7 +12,9 @@
 #include <fmt/format.h>
 
 #include "eval/compare.h"
+#include "eval/physics_floor.h"
 #include "eval/statistics.h"
+#include "util/strings.h"
 #include "worker/candidate_library.h"
 #include "worker/device_ops.h"
 
@@ -23,10 +27,12 @@ namespace {
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Why an evaluation stopped early. Returned, never thrown.
+// Why an evaluation stopped early. Returned, never thrown. `cheat` names the anti-cheat rule
+// that fired (WorkerReport::cheat), empty for an ordinary failure.
 struct Stop {
   Outcome outcome;
   std::string reason;
+  std::string cheat = {};
 };
 using MaybeStop = std::optional<Stop>;
 #define KP_STOP_IF(expr)             \
@@ -86,6 +92,20 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
+// Threads of this process (entries of /proc/self/task), or -1 when that cannot be read.
+int count_threads() {
+  DIR* dir = opendir("/proc/self/task");
+  if (!dir) return -1;
+  int n = 0;
+  while (const dirent* e = readdir(dir))
+    if (e->d_name[0] != '.') ++n;
+  closedir(dir);
+  return n;
+}
+
+// Who is timed: the reference is trusted; only the candidate's calls are checked.
+enum class Role { kReference, kCandidate };
+
 // One set of device tensors with their ABI descriptors.
 struct TensorSet {
   std::vector<DeviceBuffer> inputs, outputs;
@@ -122,10 +142,16 @@ struct NativeEvaluator::Impl {
   const eval::EvalOptions* options = nullptr;
   uint64_t seed = 0;
   std::vector<TensorSet> sets;  // sets[0] is the correctness set
-  std::vector<DeviceBuffer> ref_outputs;
+  // The reference's outputs for each set's current inputs: ref_outputs[k][i] is output i of set k.
+  std::vector<std::vector<DeviceBuffer>> ref_outputs;
   std::vector<kp_scalar> scalars;
+  // Under graph replay, call i's own outputs on the inputs of set i % sets (ensure_graph_outputs).
+  std::vector<TensorSet> graph_views;
   DeviceBuffer ref_workspace, cand_workspace;
   bool poisoned = false;
+  // The worker must not serve another evaluation although its context works: the candidate left
+  // threads running that may still launch work into buffers of this evaluation.
+  bool retire = false;
 
   MaybeStop cuda_failure(cudaError_t e, const std::string& what) {
     if (e == cudaSuccess) return std::nullopt;
@@ -220,60 +246,180 @@ struct NativeEvaluator::Impl {
     return std::nullopt;
   }
 
-  // Compares the outputs of `set` against ref_outputs. Fills report->checks.
-  MaybeStop compare_outputs(TensorSet& set, eval::WorkerReport* report, const char* when) {
+  // Runs the reference on set k's inputs into ref_outputs[k]. A failure is the task's.
+  MaybeStop run_reference(const CandidateLibrary& ref, size_t k, eval::WorkerReport* report) {
+    // The reference writes into its own buffers, viewed through a copy of the descriptors.
+    TensorSet view;
+    view.in_desc = sets[k].in_desc;
+    for (size_t i = 0; i < task->outputs.size(); ++i) view.out_desc.push_back(describe(task->outputs[i], ref_outputs[k][i].get()));
+    kp_args ra = make_args(view, ref_workspace);
+    if (MaybeStop s = call_and_sync(ref, ra, "the reference")) {
+      s->reason = "the task's reference failed: " + s->reason;
+      report->reference_failed = true;
+      return s;
+    }
+    return std::nullopt;
+  }
+
+  // Compares the outputs of `outs` (sets[k], or a graph call's own outputs on set k's inputs)
+  // with ref_outputs[k]. Fills report->checks; an incorrect output is a kIncorrect stop naming
+  // it and `when`. The host copies of the reference's outputs are moved to *ref_copies when given.
+  MaybeStop compare_outputs(const TensorSet& outs, size_t k, eval::WorkerReport* report, const std::string& when,
+                            std::vector<std::vector<unsigned char>>* ref_copies = nullptr) {
     report->checks.clear();
+    if (ref_copies) ref_copies->clear();
     std::optional<Stop> first_failure;
     for (size_t i = 0; i < task->outputs.size(); ++i) {
       const auto& s = task->outputs[i];
       std::vector<unsigned char> out(s.bytes()), ref(s.bytes());
-      KP_STOP_IF(harness(cudaMemcpy(out.data(), set.outputs[i].get(), s.bytes(), cudaMemcpyDeviceToHost), "copying outputs"));
-      KP_STOP_IF(harness(cudaMemcpy(ref.data(), ref_outputs[i].get(), s.bytes(), cudaMemcpyDeviceToHost), "copying outputs"));
+      KP_STOP_IF(harness(cudaMemcpy(out.data(), outs.outputs[i].get(), s.bytes(), cudaMemcpyDeviceToHost), "copying outputs"));
+      KP_STOP_IF(harness(cudaMemcpy(ref.data(), ref_outputs[k][i].get(), s.bytes(), cudaMemcpyDeviceToHost), "copying outputs"));
       eval::OutputCheck c = eval::check_output(out.data(), ref.data(), s.dtype, s.numel(), task->tolerance_for(i), s.shape);
       if (!c.passed && !first_failure)
         first_failure = Stop{Outcome::kIncorrect, fmt::format("output '{}' {}: {}", s.name, when, c.reason)};
       report->checks.push_back(std::move(c));
+      if (ref_copies) ref_copies->push_back(std::move(ref));
     }
     return first_failure;
   }
 
+  // Names the cheat a failed correctness trial looks like, from the first failing output's
+  // check. `previous_ref` holds the host copies of the previous trial's reference outputs (empty
+  // in the first trial): an output equal to them was kept from the previous call, while the
+  // inputs changed in place.
+  void tag_correctness_failure(Stop& s, const eval::WorkerReport& report,
+                               const std::vector<std::vector<unsigned char>>& previous_ref) {
+    for (size_t i = 0; i < report.checks.size() && i < task->outputs.size(); ++i) {
+      const eval::OutputCheck& c = report.checks[i];
+      if (c.passed) continue;
+      const auto& spec = task->outputs[i];
+      if (c.reference_nonfinite > 0) return;  // the task's fault, not a cheat
+      if (c.constant_output) {
+        s.cheat = "constant_output";
+        return;
+      }
+      if (i < previous_ref.size() && c.unwritten == 0) {
+        std::vector<unsigned char> out(spec.bytes());
+        if (cudaMemcpy(out.data(), sets[0].outputs[i].get(), spec.bytes(), cudaMemcpyDeviceToHost) == cudaSuccess &&
+            eval::check_output(out.data(), previous_ref[i].data(), spec.dtype, spec.numel(), task->tolerance_for(i), spec.shape)
+                .passed) {
+          s.cheat = "result_cache";
+          s.reason += " (it is the previous trial's result: the output was kept from an earlier call although the "
+                      "inputs changed in place; results are cached by pointer)";
+          return;
+        }
+        cudaGetLastError();
+      }
+      // Every element written and finite, off by an error of the size that lower-precision
+      // arithmetic gives: an fp32 or fp64 task computed in fp16, bf16 or TF32. A heuristic: a
+      // wrong formula with an error of that size gets the same tag.
+      const bool wide = spec.dtype == task::DType::kFp32 || spec.dtype == task::DType::kFp64;
+      if (wide && c.unwritten == 0 && c.nonfinite == 0 && c.rel_norm_error >= 1e-5 && c.rel_norm_error <= 5e-2) {
+        s.cheat = "precision_downgrade";
+        s.reason += " (an error of this size is what fp16, bf16 or TF32 arithmetic gives: compute in the output's precision)";
+      }
+      return;
+    }
+  }
+
   MaybeStop correctness(const CandidateLibrary& ref, const CandidateLibrary& cand, eval::WorkerReport* report) {
     TensorSet& set = sets[0];
+    std::vector<std::vector<unsigned char>> previous_ref;
     for (int trial = 0; trial < options->correctness_trials; ++trial) {
       KP_STOP_IF(fill_inputs(set, static_cast<uint64_t>(trial)));
-      // The reference writes into its own buffers, viewed through a copy of the descriptors.
-      TensorSet ref_view;
-      ref_view.in_desc = set.in_desc;
-      for (size_t i = 0; i < task->outputs.size(); ++i)
-        ref_view.out_desc.push_back(describe(task->outputs[i], ref_outputs[i].get()));
-      kp_args ra = make_args(ref_view, ref_workspace);
-      if (MaybeStop s = call_and_sync(ref, ra, "the reference")) {
-        s->reason = "the task's reference failed: " + s->reason;
-        report->reference_failed = true;
-        return s;
-      }
+      KP_STOP_IF(run_reference(ref, 0, report));
       std::vector<uint64_t> before, after;
       KP_STOP_IF(input_checksums(set, &before));
       KP_STOP_IF(poison_outputs(set));
       kp_args ca = make_args(set, cand_workspace);
-      KP_STOP_IF(call_and_sync(cand, ca, "the candidate"));
+      // A thread the call starts and leaves running can launch work after kp_run returns, where
+      // no event and no sync of ours sees it. The first call may start threads of the CUDA
+      // runtime (the candidate's own copy initializes then), so only a later call is held to it.
+      const int threads_before = count_threads();
+      KP_STOP_IF(call(cand, ca, "the candidate"));
+      const int threads_after = count_threads();
+      const bool new_threads = threads_before >= 0 && threads_after > threads_before;
+      if (new_threads && trial > 0) {
+        retire = true;  // those threads may still launch work into this evaluation's buffers
+        return Stop{Outcome::kRejected,
+                    fmt::format("the call left {} more thread{} running than it found ({} -> {}): work handed to a "
+                                "background thread is not part of the call; launch everything on args->stream "
+                                "before kp_run returns",
+                                threads_after - threads_before, threads_after - threads_before == 1 ? "" : "s",
+                                threads_before, threads_after),
+                    "background_thread"};
+      }
+      KP_STOP_IF(cuda_failure(cudaDeviceSynchronize(), "the candidate execution"));
       KP_STOP_IF(input_checksums(set, &after));
       for (size_t i = 0; i < before.size(); ++i) {
         if (before[i] != after[i]) {
           report->mutated_input = task->inputs[i].name;
           return Stop{Outcome::kIncorrect,
                       fmt::format("the candidate wrote to input '{}' (its checksum changed during the call); inputs are read-only",
-                                  task->inputs[i].name)};
+                                  task->inputs[i].name),
+                      "input_mutation"};
         }
       }
-      KP_STOP_IF(compare_outputs(set, report, fmt::format("in trial {}", trial + 1).c_str()));
+      std::vector<std::vector<unsigned char>> ref_copies;
+      if (MaybeStop s = compare_outputs(set, 0, report, fmt::format("in trial {}", trial + 1), &ref_copies)) {
+        if (s->outcome == Outcome::kIncorrect && new_threads) {
+          retire = true;
+          s->cheat = "background_thread";
+          s->reason += fmt::format(" (the call also left {} new thread{} running: work handed to a background thread is "
+                                   "not part of the call)",
+                                   threads_after - threads_before, threads_after - threads_before == 1 ? "" : "s");
+        } else if (s->outcome == Outcome::kIncorrect) {
+          tag_correctness_failure(*s, *report, previous_ref);
+        }
+        return s;
+      }
+      previous_ref = std::move(ref_copies);
       report->trials_run = trial + 1;
     }
     return std::nullopt;
   }
 
-  // One event-timed call of lib on set k, preceded by an L2 flush and a persisting-L2 reset.
-  MaybeStop timed_call(const CandidateLibrary& lib, kp_args& args, const char* who, double* event_s, double* wall_s) {
+  // Clears the persisting-L2 limit and the stream's access-policy window, the two ways to keep
+  // data in L2 across the flush. Either may be unsupported; nothing is left to clear then.
+  void clear_persisting_l2() {
+    cudaStreamAttrValue attr{};
+    attr.accessPolicyWindow.num_bytes = 0;
+    cudaStreamSetAttribute(stream, cudaStreamAttributeAccessPolicyWindow, &attr);
+    cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
+    cudaCtxResetPersistingL2Cache();
+    cudaGetLastError();
+  }
+
+  // After a candidate's call: the worker keeps the persisting-L2 limit at 0 and the stream's
+  // access-policy window empty, so anything else was set by the candidate. Persisting lines
+  // survive the memset that flushes the L2 before each timed call, so the call would be timed
+  // with its data already on chip.
+  MaybeStop check_persisting_l2() {
+    size_t limit = 0;
+    cudaStreamAttrValue attr{};
+    const bool has_limit = cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize) == cudaSuccess && limit > 0;
+    const bool has_window = cudaStreamGetAttribute(stream, cudaStreamAttributeAccessPolicyWindow, &attr) == cudaSuccess &&
+                            attr.accessPolicyWindow.num_bytes > 0;
+    cudaGetLastError();
+    if (!has_limit && !has_window) return std::nullopt;
+    std::vector<std::string> what;
+    if (has_limit) what.push_back(fmt::format("a persisting-L2 limit of {}", format_bytes(static_cast<double>(limit))));
+    if (has_window)
+      what.push_back(fmt::format("an access-policy window of {} on args->stream",
+                                 format_bytes(static_cast<double>(attr.accessPolicyWindow.num_bytes))));
+    clear_persisting_l2();
+    return Stop{Outcome::kRejected,
+                fmt::format("the candidate set aside persisting L2 ({}), which survives the L2 flush between timed "
+                            "calls; do not change L2 limits or stream attributes in kp_run",
+                            join(what, " and ")),
+                "persisting_l2"};
+  }
+
+  // One event-timed call, preceded (outside the events) by poisoning `poison`'s outputs when
+  // given, an L2 flush and a persisting-L2 reset.
+  MaybeStop timed_call(const CandidateLibrary& lib, kp_args& args, TensorSet* poison, const char* who, double* event_s,
+                       double* wall_s) {
+    if (poison) KP_STOP_IF(poison_outputs(*poison));
     KP_STOP_IF(harness(cudaMemsetAsync(flush.get(), 0, flush.bytes(), stream), "flushing L2"));
     cudaStreamAttrValue attr{};
     attr.accessPolicyWindow.num_bytes = 0;
@@ -311,8 +457,10 @@ struct NativeEvaluator::Impl {
       KP_STOP_IF(cuda_failure(cudaDeviceSynchronize(), "the candidate execution"));
       return Stop{Outcome::kRejected,
                   fmt::format("the call could not be captured into a CUDA graph ({}): launch only on args->stream, "
-                              "and do not synchronize, allocate or use another stream or thread in kp_run",
-                              failed ? failed->reason : std::string(cudaGetErrorName(end != cudaSuccess ? end : inst)))};
+                              "and do not synchronize, allocate or use another stream or thread in kp_run (a side "
+                              "stream or a background thread)",
+                              failed ? failed->reason : std::string(cudaGetErrorName(end != cudaSuccess ? end : inst))),
+                  "side_stream"};
     }
     // Work that escaped the capture ran eagerly during it: let it finish before poisoning.
     MaybeStop result = cuda_failure(cudaDeviceSynchronize(), "the candidate execution");
@@ -320,28 +468,59 @@ struct NativeEvaluator::Impl {
     if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), "the candidate's graph replay");
     if (!result) result = cuda_failure(cudaDeviceSynchronize(), "the candidate's graph replay");
     if (!result) {
-      result = compare_outputs(sets[0], report, "when the call is replayed from a CUDA graph");
+      result = compare_outputs(sets[0], 0, report, "when the call is replayed from a CUDA graph");
       if (result && result->outcome == Outcome::kIncorrect)
-        result = Stop{Outcome::kRejected, "work escaped the stream: " + result->reason +
-                                              " (work outside args->stream is not part of the call)"};
+        result = Stop{Outcome::kRejected,
+                      "work escaped the stream (a side stream or a background thread): " + result->reason +
+                          " (work outside args->stream is not part of the call)",
+                      "side_stream"};
     }
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     return result;
   }
 
-  // Times lib over the timing sets. Fills `timing`; a candidate whose work escapes the stream
-  // is rejected (only checked when check_wall is set: the reference is trusted).
-  MaybeStop time_library(const CandidateLibrary& lib, DeviceBuffer& workspace, const char* who, bool check_wall,
-                         eval::TimingReport* timing) {
+  // After the candidate's timed calls: each set in `used` holds the outputs of the last timed
+  // call on it (its outputs were poisoned before each call), which must match that set's
+  // reference. A call that left its work to another call, or did another call's work, fails.
+  MaybeStop check_timed_outputs(const std::vector<bool>& used, eval::WorkerReport* report) {
+    for (size_t k = 0; k < sets.size(); ++k) {
+      if (!used[k]) continue;
+      MaybeStop s = compare_outputs(sets[k], k, report, fmt::format("on input set {}", k));
+      if (s && s->outcome == Outcome::kIncorrect)
+        return Stop{Outcome::kRejected,
+                    fmt::format("the output of the last timed call on input set {} was not computed by that call ({}): "
+                                "work deferred to or batched with other calls",
+                                k, s->reason),
+                    "batched_calls"};
+      KP_STOP_IF(s);
+    }
+    return std::nullopt;
+  }
+
+  // Times lib over the timing sets into `timing`. For the candidate (the reference is trusted),
+  // also: its outputs are poisoned before each event-timed call and compared with the reference
+  // after the last; its persisting-L2 state is checked after each call; and work that escapes
+  // the stream is caught by the wall clock.
+  MaybeStop time_library(const CandidateLibrary& lib, DeviceBuffer& workspace, Role role, eval::TimingReport* timing,
+                         eval::WorkerReport* report) {
+    const bool candidate = role == Role::kCandidate;
+    const char* who = candidate ? "the candidate" : "the reference";
     timing->input_sets = static_cast<int>(sets.size());
     timing->l2_flush_bytes = static_cast<int64_t>(flush.bytes());
     std::vector<kp_args> args;
     for (auto& s : sets) args.push_back(make_args(s, workspace));
+    std::vector<bool> used(sets.size(), false);
+    auto timed = [&](size_t k, double* e, double* w) -> MaybeStop {
+      KP_STOP_IF(timed_call(lib, args[k], candidate ? &sets[k] : nullptr, who, e, w));
+      used[k] = true;
+      if (candidate) KP_STOP_IF(check_persisting_l2());
+      return std::nullopt;
+    };
     std::vector<double> estimate;
     for (int i = 0; i < std::max(options->warmup_calls, 1); ++i) {
       double e = 0, w = 0;
-      KP_STOP_IF(timed_call(lib, args[i % args.size()], who, &e, &w));
+      KP_STOP_IF(timed(static_cast<size_t>(i) % args.size(), &e, &w));
       estimate.push_back(e);
     }
     timing->warmup_calls = std::max(options->warmup_calls, 1);
@@ -351,14 +530,16 @@ struct NativeEvaluator::Impl {
       return static_cast<int>(std::clamp(n, static_cast<double>(options->min_trials), static_cast<double>(options->max_trials)));
     };
     if (t_est * 1e6 < options->graph_threshold_us) {
-      MaybeStop g = time_with_graph(lib, args, who, t_est, trials_for, timing);
-      if (g && g->outcome == Outcome::kOk && check_wall) {
+      MaybeStop g = time_with_graph(lib, workspace, role, t_est, trials_for, timing, report);
+      if (g && g->outcome == Outcome::kOk && candidate) {
         // An honest candidate (launches on args->stream only, no sync or allocation in kp_run)
         // is always capturable; one that is not would escape the event timing of short calls.
         return Stop{Outcome::kRejected,
                     fmt::format("the calls could not be captured into a CUDA graph ({}): launch only on "
-                                "args->stream, and do not synchronize, allocate or use another stream in kp_run",
-                                g->reason)};
+                                "args->stream, and do not synchronize, allocate or use another stream in kp_run (a "
+                                "side stream or a background thread)",
+                                g->reason),
+                    "side_stream"};
       }
       if (!g || g->outcome != Outcome::kOk) return g;  // success, or a real failure
       // else: the calls could not be captured; fall back to events below.
@@ -367,27 +548,73 @@ struct NativeEvaluator::Impl {
     int n = trials_for(t_est + 1e-4);  // + the flush
     for (int i = 0; i < n; ++i) {
       double e = 0, w = 0;
-      KP_STOP_IF(timed_call(lib, args[i % args.size()], who, &e, &w));
+      KP_STOP_IF(timed(static_cast<size_t>(i) % args.size(), &e, &w));
       timing->samples_s.push_back(e);
       timing->wall_s.push_back(w);
     }
-    if (check_wall) {
+    if (candidate) {
+      KP_STOP_IF(check_timed_outputs(used, report));
       double ev = eval::summarize(timing->samples_s).median, wall = eval::summarize(timing->wall_s).median;
       if (wall > options->wall_ratio * ev + options->wall_slack_us * 1e-6)
         return Stop{Outcome::kRejected,
-                    fmt::format("work escaped the stream: the median call takes {:.1f} us of wall time to a device-wide "
-                                "sync but only {:.1f} us between events on the given stream; launch everything on "
-                                "args->stream and do not block on the host",
-                                wall * 1e6, ev * 1e6)};
+                    fmt::format("work escaped the stream (a side stream or a background thread): the median call "
+                                "takes {:.1f} us of wall time to a device-wide sync but only {:.1f} us between events "
+                                "on the given stream; launch everything on args->stream and do not block on the host",
+                                wall * 1e6, ev * 1e6),
+                    "side_stream"};
     }
     return std::nullopt;
   }
 
-  // Graph replay for short calls. Returns Stop{kOk} when capture is impossible (fall back).
+  // Gives each call of a replayed graph outputs of its own, on the inputs of set i % sets, once
+  // per evaluation (the reference's graph reuses them, so both are timed alike). Graph calls are
+  // short, so their outputs are small; when graph_calls of them would take more than an eighth
+  // of free memory, false, and the calls write into their sets' outputs instead.
+  bool ensure_graph_outputs(int calls) {
+    if (graph_views.size() == static_cast<size_t>(calls)) return true;
+    graph_views.clear();
+    uint64_t out_bytes = 0;
+    for (const auto& s : task->outputs) out_bytes += s.bytes();
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess || out_bytes * static_cast<uint64_t>(calls) > free_bytes / 8) {
+      cudaGetLastError();
+      return false;
+    }
+    graph_views.resize(static_cast<size_t>(calls));
+    for (size_t i = 0; i < graph_views.size(); ++i) {
+      TensorSet& v = graph_views[i];
+      v.in_desc = sets[i % sets.size()].in_desc;
+      for (const auto& s : task->outputs) {
+        v.outputs.emplace_back();
+        if (v.outputs.back().allocate(s.bytes()) != cudaSuccess) {
+          cudaGetLastError();
+          graph_views.clear();
+          return false;
+        }
+        v.out_desc.push_back(describe(s, v.outputs.back().get()));
+      }
+    }
+    return true;
+  }
+
+  // Graph replay for short calls. Returns Stop{kOk} when capture is impossible (fall back). For
+  // the candidate, after the timed replays the outputs are poisoned, the graph is replayed once
+  // more, and the outputs checked: each call's own when it has them (a call that skipped its
+  // work is caught even when another call in the graph did the same set's), else each set's.
   template <typename TrialsFor>
-  MaybeStop time_with_graph(const CandidateLibrary& lib, std::vector<kp_args>& args, const char* who, double t_est,
-                            TrialsFor trials_for, eval::TimingReport* timing) {
+  MaybeStop time_with_graph(const CandidateLibrary& lib, DeviceBuffer& workspace, Role role, double t_est,
+                            TrialsFor trials_for, eval::TimingReport* timing, eval::WorkerReport* report) {
+    const bool candidate = role == Role::kCandidate;
+    const char* who = candidate ? "the candidate" : "the reference";
     const int calls = std::max(options->graph_calls, 1);
+    const bool own_outputs = ensure_graph_outputs(calls);
+    std::vector<kp_args> args;
+    std::vector<bool> used(sets.size(), false);
+    for (int i = 0; i < calls; ++i) {
+      const size_t k = static_cast<size_t>(i) % sets.size();
+      args.push_back(make_args(own_outputs ? graph_views[static_cast<size_t>(i)] : sets[k], workspace));
+      used[k] = true;
+    }
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
     if (cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal); e != cudaSuccess) {
@@ -395,7 +622,7 @@ struct NativeEvaluator::Impl {
       return Stop{Outcome::kOk, fmt::format("capture did not start: {}", cudaGetErrorName(e))};
     }
     MaybeStop failed;
-    for (int i = 0; i < calls && !failed; ++i) failed = call(lib, args[i % args.size()], who);
+    for (int i = 0; i < calls && !failed; ++i) failed = call(lib, args[static_cast<size_t>(i)], who);
     cudaError_t end = cudaStreamEndCapture(stream, &graph);
     if (failed || end != cudaSuccess || !graph) {
       if (graph) cudaGraphDestroy(graph);
@@ -411,8 +638,9 @@ struct NativeEvaluator::Impl {
     timing->method = "graph";
     int n = trials_for(t_est * calls);
     MaybeStop result;
-    KP_STOP_IF(cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who)));
-    KP_STOP_IF(cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who)));
+    if (candidate) result = check_persisting_l2();
+    if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
+    if (!result) result = cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who));
     for (int i = 0; i < n && !result; ++i) {
       result = harness(cudaEventRecord(start, stream), "recording an event");
       if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
@@ -422,9 +650,93 @@ struct NativeEvaluator::Impl {
       if (!result) result = harness(cudaEventElapsedTime(&ms, start, stop), "reading events");
       if (!result) timing->samples_s.push_back(ms * 1e-3 / calls);
     }
+    if (candidate && !result) {
+      if (own_outputs) {
+        for (size_t i = 0; i < graph_views.size() && !result; ++i) result = poison_outputs(graph_views[i]);
+      } else {
+        for (size_t k = 0; k < sets.size() && !result; ++k)
+          if (used[k]) result = poison_outputs(sets[k]);
+      }
+      if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
+      if (!result) result = cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who));
+      if (!result && !own_outputs) result = check_timed_outputs(used, report);
+      for (size_t i = 0; own_outputs && i < graph_views.size() && !result; ++i) {
+        const size_t k = i % sets.size();
+        MaybeStop s = compare_outputs(graph_views[i], k, report, fmt::format("of call {}", i + 1));
+        if (s && s->outcome == Outcome::kIncorrect)
+          result = Stop{Outcome::kRejected,
+                        fmt::format("the output of timed call {} of {} in the replayed graph (input set {}) was not "
+                                    "computed by that call ({}): work deferred to or batched with other calls",
+                                    i + 1, calls, k, s->reason),
+                        "batched_calls"};
+        else
+          result = std::move(s);
+      }
+    }
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     return result;
+  }
+
+  // Result caching, after the candidate's timing, on inputs it has not seen. (a) Every set's
+  // inputs are redrawn in place (same pointers, new values) and each set is called once and
+  // checked: a result kept by pointer is now stale. (b) Event timing only: five timed calls,
+  // each on freshly redrawn inputs, must not be much slower than the timed calls on the inputs
+  // it had seen: a result kept by the input's contents (a fingerprint) is fast only on those.
+  // The sets' reference outputs are current after (a), not after (b).
+  MaybeStop check_result_cache(const CandidateLibrary& ref, const CandidateLibrary& cand,
+                               const eval::TimingReport& timing, eval::WorkerReport* report) {
+    for (size_t k = 0; k < sets.size(); ++k) {
+      KP_STOP_IF(fill_inputs(sets[k], 2000 + k));
+      KP_STOP_IF(run_reference(ref, k, report));
+      KP_STOP_IF(poison_outputs(sets[k]));
+      kp_args a = make_args(sets[k], cand_workspace);
+      KP_STOP_IF(call_and_sync(cand, a, "the candidate"));
+      MaybeStop s = compare_outputs(sets[k], k, report, fmt::format("on input set {}", k));
+      if (s && s->outcome == Outcome::kIncorrect)
+        return Stop{Outcome::kRejected,
+                    fmt::format("after the inputs changed in place the output was stale: results are cached by "
+                                "pointer ({})",
+                                s->reason),
+                    "result_cache"};
+      KP_STOP_IF(s);
+    }
+    if (timing.method != "events") return std::nullopt;
+    constexpr int kProbeCalls = 5;
+    std::vector<double> fresh;
+    for (int i = 0; i < kProbeCalls; ++i) {
+      size_t k = static_cast<size_t>(i) % sets.size();
+      KP_STOP_IF(fill_inputs(sets[k], 3000 + static_cast<uint64_t>(i)));
+      kp_args a = make_args(sets[k], cand_workspace);
+      double e = 0, w = 0;
+      KP_STOP_IF(timed_call(cand, a, &sets[k], "the candidate", &e, &w));
+      fresh.push_back(e);
+    }
+    const double on_new = eval::summarize(fresh).median, on_seen = eval::summarize(timing.samples_s).median;
+    if (on_new > 1.5 * on_seen + 5e-6)
+      return Stop{Outcome::kRejected,
+                  fmt::format("{:.1f} us on new inputs vs {:.1f} us on inputs it has seen: results are cached by input",
+                              on_new * 1e6, on_seen * 1e6),
+                  "result_cache"};
+    return std::nullopt;
+  }
+
+  // Fills the report's physics floor for `method`, and rejects a median below it.
+  MaybeStop check_physics_floor(const eval::TimingReport* timing, eval::WorkerReport* report) {
+    const eval::TimingMethod method =
+        timing && timing->method == "graph" ? eval::TimingMethod::kGraphReplay : eval::TimingMethod::kEvents;
+    eval::PhysicsFloor f = eval::physics_floor(*task, device, method, options->physics_margin);
+    report->physics_floor_s = f.seconds;
+    report->physics_floor_basis = f.basis;
+    if (!timing || timing->samples_s.empty() || f.seconds <= 0) return std::nullopt;
+    const double median = eval::summarize(timing->samples_s).median;
+    if (median >= f.seconds) return std::nullopt;
+    return Stop{Outcome::kRejected,
+                fmt::format("the median call takes {:.1f} us, below the physics floor of {:.1f} us ({}): no honest "
+                            "kernel {} that fast; the timing is not of the real work",
+                            median * 1e6, f.seconds * 1e6, f.basis,
+                            f.bytes_bound ? "moves these bytes" : "does this arithmetic"),
+                "physics_floor"};
   }
 
   // Energy of back-to-back calls over at least energy_window_s, between two ticks of NVML's
@@ -514,6 +826,7 @@ struct NativeEvaluator::Impl {
     return e;
   }
 
+
   MaybeStop run(const CandidateLibrary& ref, const CandidateLibrary& cand, eval::WorkerReport* report) {
     auto phase = Clock::now();
     auto end_phase = [&](const char* name) {
@@ -521,16 +834,22 @@ struct NativeEvaluator::Impl {
       phase = Clock::now();
     };
     for (const auto& s : task->scalars) scalars.push_back({s.name.c_str(), s.is_integer ? 1 : 0, s.f, s.i});
+    check_physics_floor(nullptr, report);  // the floor as event timing would give it, until timing says otherwise
     size_t free_bytes = 0, total_bytes = 0;
     KP_STOP_IF(harness(cudaMemGetInfo(&free_bytes, &total_bytes), "querying memory"));
-    uint64_t io = task->io_bytes();
+    uint64_t io = task->io_bytes(), out_bytes = 0;
+    for (const auto& s : task->outputs) out_bytes += s.bytes();
+    // Each set: its inputs, its outputs and the reference's outputs for it.
     int n_sets = std::max(1, options->input_sets);
-    while (n_sets > 1 && io * static_cast<uint64_t>(n_sets + 1) > free_bytes / 4) --n_sets;
+    while (n_sets > 1 && (io + out_bytes) * static_cast<uint64_t>(n_sets) > free_bytes / 4) --n_sets;
     sets.resize(static_cast<size_t>(n_sets));
     for (auto& s : sets) KP_STOP_IF(allocate_set(s));
-    for (const auto& s : task->outputs) {
-      ref_outputs.emplace_back();
-      KP_STOP_IF(harness(ref_outputs.back().allocate(s.bytes()), "allocating reference outputs"));
+    ref_outputs.resize(sets.size());
+    for (auto& bufs : ref_outputs) {
+      for (const auto& s : task->outputs) {
+        bufs.emplace_back();
+        KP_STOP_IF(harness(bufs.back().allocate(s.bytes()), "allocating reference outputs"));
+      }
     }
     {
       kp_args probe = make_args(sets[0], ref_workspace);
@@ -540,16 +859,21 @@ struct NativeEvaluator::Impl {
     }
     end_phase("setup");
     KP_STOP_IF(correctness(ref, cand, report));
-    for (size_t k = 1; k < sets.size(); ++k) KP_STOP_IF(fill_inputs(sets[k], 1000 + k));
+    for (size_t k = 1; k < sets.size(); ++k) {
+      KP_STOP_IF(fill_inputs(sets[k], 1000 + k));
+      KP_STOP_IF(run_reference(ref, k, report));
+    }
     end_phase("correctness");
 
     KP_STOP_IF(replay_check(cand, report));
     eval::TimingReport cand_timing;
-    KP_STOP_IF(time_library(cand, cand_workspace, "the candidate", true, &cand_timing));
+    KP_STOP_IF(time_library(cand, cand_workspace, Role::kCandidate, &cand_timing, report));
+    KP_STOP_IF(check_result_cache(ref, cand, cand_timing, report));
+    KP_STOP_IF(check_physics_floor(&cand_timing, report));
     report->timing = cand_timing;
     end_phase("timing");
     eval::TimingReport ref_timing;
-    KP_STOP_IF(time_library(ref, ref_workspace, "the reference", false, &ref_timing));
+    KP_STOP_IF(time_library(ref, ref_workspace, Role::kReference, &ref_timing, report));
     report->reference_seconds = eval::summarize(ref_timing.samples_s).median;
     end_phase("reference_timing");
 
@@ -578,16 +902,20 @@ eval::WorkerReport NativeEvaluator::evaluate(const task::Task& task, const std::
   m.options = &options;
   m.seed = seed;
   m.poisoned = false;
+  m.retire = false;
+  m.graph_views.clear();
   m.sets.clear();
   m.ref_outputs.clear();
   m.scalars.clear();
   m.ref_workspace = DeviceBuffer();
   m.cand_workspace = DeviceBuffer();
 
-  auto finish = [&](Outcome o, std::string reason) {
+  auto finish = [&](Outcome o, std::string reason, std::string cheat = {}) {
     report.outcome = o;
     report.reason = std::move(reason);
-    *context_poisoned = m.poisoned;
+    report.cheat = std::move(cheat);
+    *context_poisoned = m.poisoned || m.retire;
+    m.graph_views.clear();
     m.sets.clear();
     m.ref_outputs.clear();
     m.ref_workspace = DeviceBuffer();
@@ -610,10 +938,10 @@ eval::WorkerReport NativeEvaluator::evaluate(const task::Task& task, const std::
     size_t flush_bytes = std::max<size_t>(static_cast<size_t>(m.device.l2_bytes) * 4, size_t{256} << 20);
     if (MaybeStop s = m.harness(m.flush.allocate(flush_bytes), "allocating the L2 flush buffer")) return finish(s->outcome, s->reason);
     if (MaybeStop s = m.harness(m.scratch.allocate(8), "allocating scratch")) return finish(s->outcome, s->reason);
-    cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
-    cudaGetLastError();
   }
-  if (MaybeStop s = m.run(**ref, **cand, &report)) return finish(s->outcome, s->reason);
+  // Every evaluation starts with no persisting L2, so that what a candidate sets is its own.
+  m.clear_persisting_l2();
+  if (MaybeStop s = m.run(**ref, **cand, &report)) return finish(s->outcome, s->reason, s->cheat);
   return finish(Outcome::kOk, "");
 }
 

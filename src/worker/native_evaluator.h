@@ -1,5 +1,6 @@
 // The worker's evaluation of one native candidate against its task's reference: correctness
-// trials, timing and energy (DESIGN.md section 5). Runs inside kp-worker, the only process with
+// trials, timing, the anti-cheat checks and energy (DESIGN.md section 5; ARCHITECTURE.md,
+// "Anti-cheat (native path)", lists the rules). Runs inside kp-worker, the only process with
 // a CUDA context.
 #pragma once
 
@@ -21,8 +22,10 @@ class NativeEvaluator {
   ~NativeEvaluator();
 
   // Evaluates the candidate at cand_path against the reference at ref_path. Every failure of
-  // the candidate is an outcome in the report. After a sticky CUDA error (illegal address,
-  // trap, launch failure) the context is unusable: *context_poisoned is set and the caller must
+  // the candidate is an outcome in the report; one that breaks an anti-cheat rule also names it
+  // in report.cheat. After a sticky CUDA error (illegal address, trap, launch failure) the
+  // context is unusable, and after a candidate that left threads running (background_thread)
+  // those threads may still launch work: either way *context_poisoned is set and the caller must
   // exit after replying.
   eval::WorkerReport evaluate(const task::Task& task, const std::string& ref_path, const std::string& cand_path,
                               const eval::EvalOptions& options, uint64_t seed, bool* context_poisoned);

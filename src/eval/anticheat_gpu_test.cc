@@ -1,0 +1,275 @@
+// GPU tier: every anti-cheat rule of the native path against a candidate that plays its cheat
+// (tests/data/cheats/native/, and the candidates of tests/data/candidates/gelu/ that already do),
+// and every honest candidate (the examples' seeds, tests/data/honest/<task>/) against all the
+// rules at once. A cheat must get its verdict, its tag and a reason that says what it did; an
+// honest candidate must pass with no tag. Skipped without a GPU.
+#include "eval/evaluator.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "sys/temp_dir.h"
+#include "task/native_task_loader.h"
+#include "tests/support/paths.h"
+#include "util/strings.h"
+
+namespace kp::eval {
+namespace {
+
+namespace fs = std::filesystem;
+
+EvaluatorOptions options_in(const fs::path& scratch, const std::string& worker_dir) {
+  EvaluatorOptions o;
+  o.build.cache_dir = scratch / "cache";
+  o.eval.correctness_trials = 3;  // the default, which the cheat candidates' call counts assume
+  o.eval.timing_budget_s = 0.1;
+  o.eval.min_trials = 10;
+  o.eval.energy_window_s = 0;
+  o.eval.timeout_s = 60;
+  o.worker.worker_path = testing::worker_binary();
+  o.worker.scratch_dir = scratch / worker_dir;
+  return o;
+}
+
+class AntiCheatGpu {
+ public:
+  static void SetUpSuite() {
+    if (testing::gpu_missing() || evaluator_) return;
+    scratch_ = new sys::TempDir(sys::TempDir::create("kp-anticheat-test-").value());
+    evaluator_ = new Evaluator(options_in(scratch_->path(), "worker"));
+  }
+  static void TearDownSuite() {
+    delete evaluator_;
+    delete scratch_;
+    evaluator_ = nullptr;
+    scratch_ = nullptr;
+  }
+  static task::Task load(const fs::path& dir) {
+    auto t = task::load_native_task(dir);
+    EXPECT_TRUE(t.ok()) << t.error().message;
+    return t.ok() ? *t : task::Task{};
+  }
+  static EvalResult run(Evaluator& e, const task::Task& task, const fs::path& candidate) {
+    auto r = e.evaluate(task, candidate);
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? *r : EvalResult{};
+  }
+  static sys::TempDir* scratch_;
+  static Evaluator* evaluator_;
+};
+sys::TempDir* AntiCheatGpu::scratch_ = nullptr;
+Evaluator* AntiCheatGpu::evaluator_ = nullptr;
+
+// ---- cheats ----
+
+struct CheatCase {
+  std::string candidate;          // under tests/data/
+  std::string task;               // under examples/
+  std::vector<Outcome> outcomes;  // any of these
+  std::string cheat;              // the tag
+  std::string keyword;            // in the reason
+};
+
+std::ostream& operator<<(std::ostream& os, const CheatCase& c) { return os << c.candidate; }
+
+const std::vector<CheatCase>& cheat_cases() {
+  static const std::vector<CheatCase> cases = {
+      {"candidates/gelu/side_stream.cu",
+       "gelu",
+       {Outcome::kRejected},
+       "side_stream",
+       "a side stream or a background thread"},
+      {"cheats/native/background_thread.cu",
+       "gelu",
+       {Outcome::kRejected, Outcome::kIncorrect},
+       "background_thread",
+       "background thread"},
+      {"cheats/native/pointer_cache.cu", "gelu", {Outcome::kIncorrect}, "result_cache", "cached by pointer"},
+      {"cheats/native/pointer_cache_late.cu",
+       "gelu",
+       {Outcome::kRejected},
+       "result_cache",
+       "after the inputs changed in place the output was stale"},
+      {"cheats/native/fingerprint_cache.cu", "gemm_fp32", {Outcome::kRejected}, "result_cache", "cached by input"},
+      {"cheats/native/batched_calls.cu", "gelu", {Outcome::kRejected}, "batched_calls", "batched with other calls"},
+      {"candidates/gelu/mutates_input.cu", "gelu", {Outcome::kIncorrect}, "input_mutation", "wrote to input 'x'"},
+      {"candidates/gelu/zeros.cu", "gelu", {Outcome::kIncorrect}, "constant_output", "constant output"},
+      {"cheats/native/constant.cu", "gelu", {Outcome::kIncorrect}, "constant_output", "constant output (0.5)"},
+      {"cheats/native/precision_downgrade.cu",
+       "gemm_fp32",
+       {Outcome::kIncorrect},
+       "precision_downgrade",
+       "fp16, bf16 or TF32"},
+      {"cheats/native/persisting_l2.cu", "gelu", {Outcome::kRejected}, "persisting_l2", "persisting L2"},
+      {"cheats/native/dlopen_cublas.cu", "gemm_fp32", {Outcome::kRejected}, "forbidden_library", "calls dlopen"},
+      {"cheats/native/links_cublas.cu", "gemm_fp32", {Outcome::kRejected}, "forbidden_library", "from cuBLAS"},
+  };
+  return cases;
+}
+
+class CheatIsCaught : public ::testing::TestWithParam<CheatCase> {
+ protected:
+  static void SetUpTestSuite() { AntiCheatGpu::SetUpSuite(); }
+  static void TearDownTestSuite() { AntiCheatGpu::TearDownSuite(); }
+  void SetUp() override {
+    if (auto why = testing::gpu_missing()) GTEST_SKIP() << *why;
+  }
+};
+
+TEST_P(CheatIsCaught, WithItsTagAndReason) {
+  const CheatCase& c = GetParam();
+  EvalResult r = AntiCheatGpu::run(*AntiCheatGpu::evaluator_, AntiCheatGpu::load(testing::examples_dir() / c.task),
+                                   testing::test_data_dir() / c.candidate);
+  EXPECT_NE(std::find(c.outcomes.begin(), c.outcomes.end(), r.outcome), c.outcomes.end())
+      << c.candidate << ": " << to_string(r.outcome) << ": " << r.reason;
+  EXPECT_EQ(r.cheat, c.cheat) << c.candidate << ": " << r.reason;
+  EXPECT_NE(r.reason.find(c.keyword), std::string::npos) << c.candidate << ": " << r.reason;
+  if (r.report) {
+    EXPECT_EQ(r.report->cheat, r.cheat == "forbidden_library" ? "" : r.cheat);
+    EXPECT_FALSE(r.report->timing) << c.candidate << ": a rejected candidate's time is not reported";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Native, CheatIsCaught, ::testing::ValuesIn(cheat_cases()),
+                         [](const ::testing::TestParamInfo<CheatCase>& info) {
+                           return fs::path(info.param.candidate).stem().string();
+                         });
+
+// ---- honest candidates ----
+
+struct HonestCase {
+  std::string task;
+  fs::path candidate;
+};
+
+std::ostream& operator<<(std::ostream& os, const HonestCase& c) {
+  return os << c.task << "/" << c.candidate.filename().string();
+}
+
+std::vector<HonestCase> honest_cases() {
+  std::vector<HonestCase> cases;
+  std::vector<fs::path> tasks;
+  for (const auto& e : fs::directory_iterator(testing::examples_dir()))
+    if (fs::exists(e.path() / "seed.cu")) tasks.push_back(e.path());
+  std::sort(tasks.begin(), tasks.end());
+  for (const auto& t : tasks) {
+    cases.push_back({t.filename().string(), t / "seed.cu"});
+    fs::path dir = testing::test_data_dir() / "honest" / t.filename();
+    if (!fs::is_directory(dir)) continue;
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".cu") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) cases.push_back({t.filename().string(), f});
+  }
+  return cases;
+}
+
+class HonestCandidatePasses : public ::testing::TestWithParam<HonestCase> {
+ protected:
+  static void SetUpTestSuite() { AntiCheatGpu::SetUpSuite(); }
+  static void TearDownTestSuite() { AntiCheatGpu::TearDownSuite(); }
+  void SetUp() override {
+    if (auto why = testing::gpu_missing()) GTEST_SKIP() << *why;
+  }
+};
+
+TEST_P(HonestCandidatePasses, EveryRule) {
+  const HonestCase& c = GetParam();
+  EvalResult r =
+      AntiCheatGpu::run(*AntiCheatGpu::evaluator_, AntiCheatGpu::load(testing::examples_dir() / c.task), c.candidate);
+  EXPECT_EQ(r.outcome, Outcome::kOk) << c << ": " << r.reason;
+  EXPECT_EQ(r.cheat, "") << c << ": " << r.reason;
+  ASSERT_TRUE(r.report) << c;
+  EXPECT_EQ(r.report->trials_run, 3) << c;
+  // Every example gives ideal bytes, and the worker measured the bandwidth: a floor applies,
+  // and an honest median is above it.
+  EXPECT_GT(r.report->physics_floor_s, 0) << c << ": " << r.report->physics_floor_basis;
+  EXPECT_GE(r.time.median, r.report->physics_floor_s) << c << ": " << r.report->physics_floor_basis;
+}
+
+INSTANTIATE_TEST_SUITE_P(Native, HonestCandidatePasses, ::testing::ValuesIn(honest_cases()),
+                         [](const ::testing::TestParamInfo<HonestCase>& info) {
+                           return info.param.task + "_" + info.param.candidate.stem().string();
+                         });
+
+// ---- the physics floor and the timing paths ----
+
+class AntiCheatRules : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { AntiCheatGpu::SetUpSuite(); }
+  static void TearDownTestSuite() { AntiCheatGpu::TearDownSuite(); }
+  void SetUp() override {
+    if (auto why = testing::gpu_missing()) GTEST_SKIP() << *why;
+  }
+};
+
+TEST_F(AntiCheatRules, DeviceReportsItsBandwidthAndClock) {
+  auto d = AntiCheatGpu::evaluator_->device();
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  // Any datacenter GPU copies faster than 100 GB/s and slower than 20 TB/s.
+  EXPECT_GT(d->dram_bytes_per_s, 1e11);
+  EXPECT_LT(d->dram_bytes_per_s, 2e13);
+  EXPECT_GT(d->sm_clock_khz, 100000);
+}
+
+TEST_F(AntiCheatRules, TheFloorRejectsAMedianBelowIt) {
+  // An honest seed against a floor 100 times too high (the margin scales the bandwidth and the
+  // peak down): the rule itself must fire, with both numbers in the reason.
+  EvaluatorOptions o = options_in(AntiCheatGpu::scratch_->path(), "worker-low-margin");
+  o.eval.physics_margin = 0.01;
+  Evaluator strict(o);
+  EvalResult r = AntiCheatGpu::run(strict, AntiCheatGpu::load(testing::examples_dir() / "gelu"),
+                                   testing::examples_dir() / "gelu" / "seed.cu");
+  EXPECT_EQ(r.outcome, Outcome::kRejected) << r.reason;
+  EXPECT_EQ(r.cheat, "physics_floor") << r.reason;
+  EXPECT_NE(r.reason.find("below the physics floor of"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("B/s x 0.01"), std::string::npos) << r.reason;
+  ASSERT_TRUE(r.report);
+  EXPECT_GT(r.report->physics_floor_s, 1e-3);
+}
+
+// A copy of examples/gelu with N = 4096: a call of a few microseconds, timed by graph replay.
+fs::path tiny_gelu(const fs::path& dir) {
+  fs::create_directories(dir);
+  fs::path from = testing::examples_dir() / "gelu";
+  std::string toml = read_file((from / "task.toml").string()).value();
+  size_t pos = toml.find("N = 67108864");
+  EXPECT_NE(pos, std::string::npos);
+  toml.replace(pos, std::string("N = 67108864").size(), "N = 4096");
+  EXPECT_TRUE(write_file((dir / "task.toml").string(), toml).ok());
+  fs::copy_file(from / "reference.cu", dir / "reference.cu", fs::copy_options::overwrite_existing);
+  return dir;
+}
+
+TEST_F(AntiCheatRules, UnderGraphReplayTheBytesInL2AreNotHeldToTheFloorAndBatchingIsStillCaught) {
+  task::Task task = AntiCheatGpu::load(tiny_gelu(AntiCheatGpu::scratch_->path() / "tiny_gelu"));
+  EvalResult honest = AntiCheatGpu::run(*AntiCheatGpu::evaluator_, task, testing::examples_dir() / "gelu" / "seed.cu");
+  EXPECT_EQ(honest.outcome, Outcome::kOk) << honest.reason;
+  ASSERT_TRUE(honest.report && honest.report->timing);
+  EXPECT_EQ(honest.report->timing->method, "graph");
+  EXPECT_NE(honest.report->physics_floor_basis.find("bytes term not applied"), std::string::npos)
+      << honest.report->physics_floor_basis;
+
+  EvalResult batched = AntiCheatGpu::run(*AntiCheatGpu::evaluator_, task,
+                                         testing::test_data_dir() / "cheats" / "native" / "batched_calls.cu");
+  EXPECT_EQ(batched.outcome, Outcome::kRejected) << batched.reason;
+  EXPECT_EQ(batched.cheat, "batched_calls") << batched.reason;
+}
+
+TEST_F(AntiCheatRules, AWorkerThatHostedABackgroundThreadIsReplacedAndTheNextEvaluationRuns) {
+  task::Task gelu = AntiCheatGpu::load(testing::examples_dir() / "gelu");
+  EvalResult cheat = AntiCheatGpu::run(*AntiCheatGpu::evaluator_, gelu,
+                                       testing::test_data_dir() / "cheats" / "native" / "background_thread.cu");
+  EXPECT_EQ(cheat.cheat, "background_thread") << cheat.reason;
+  EvalResult after = AntiCheatGpu::run(*AntiCheatGpu::evaluator_, gelu, testing::examples_dir() / "gelu" / "seed.cu");
+  EXPECT_EQ(after.outcome, Outcome::kOk) << after.reason;
+  EXPECT_EQ(after.cheat, "");
+}
+
+}  // namespace
+}  // namespace kp::eval
