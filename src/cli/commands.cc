@@ -9,10 +9,12 @@
 
 #include <fmt/format.h>
 
+#include "driver/baseline.h"
 #include "eval/evaluator.h"
 #include "report/eval_report.h"
 #include "sys/subprocess.h"
 #include "sys/temp_dir.h"
+#include "task/kernelbench_loader.h"
 #include "task/native_task_loader.h"
 #include "util/strings.h"
 
@@ -62,9 +64,87 @@ Result<fs::path> candidate_path(const task::Task& t, const std::string& given) {
                     fmt::format("task {} has no seed.cu; name a candidate: kernelpro eval {} CANDIDATE.cu", t.name, t.dir.string()));
 }
 
+bool is_kernelbench_path(const std::string& path) { return fs::path(path).extension() == ".py"; }
+
+// The Python interpreter for the KernelBench worker: --python, else $KERNELPRO_PYTHON, else python3.
+std::string resolve_python(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* p = std::getenv("KERNELPRO_PYTHON"); p && *p) return p;
+  return "python3";
+}
+
+// `python -m kernelpro_torch.worker` with the source tree's python/ first on PYTHONPATH.
+eval::WorkerOptions python_worker_options(const std::string& python, const fs::path& scratch) {
+  eval::WorkerOptions w;
+  w.argv = {python, "-m", "kernelpro_torch.worker"};
+  std::string path = (fs::path(KP_SOURCE_DIR) / "python").string();
+  if (const char* old = std::getenv("PYTHONPATH"); old && *old) path += std::string(":") + old;
+  w.env = {{"PYTHONPATH", path}};
+  w.scratch_dir = scratch;
+  return w;
+}
+
+// A word as a POSIX shell reads it back: as is when it is plain, else in single quotes.
+std::string shell_quote(const std::string& word) {
+  bool plain = !word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                       "0123456789_-+=./,:@%") == std::string::npos;
+  if (plain) return word;
+  std::string q = "'";
+  for (char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+int run_kernelbench_eval(const EvalFlags& flags, const CommonFlags& common) {
+  auto task = task::load_kernelbench_problem(flags.task);
+  if (!task.ok()) return exit_for(task.error());
+  if (flags.candidate.empty())
+    return exit_for(make_error(ErrorCode::kInvalidInput,
+                               fmt::format("{} is a KernelBench problem: name the candidate to evaluate, a .py defining "
+                                           "ModelNew: kernelpro eval {} CANDIDATE.py [--cu CANDIDATE.cu]",
+                                           flags.task, flags.task)));
+  auto scratch = sys::TempDir::create("kernelpro-eval-");
+  if (!scratch.ok()) return exit_for(scratch.error());
+  if (common.keep_scratch) {
+    scratch->keep();
+    std::fprintf(stderr, "kernelpro: scratch directory %s\n", scratch->path().c_str());
+  }
+  std::string python = resolve_python(flags.python);
+  eval::EvaluatorOptions o;
+  o.build = build_options(common);
+  o.eval = flags.options;
+  o.eval.seed = flags.seed;
+  if (flags.no_energy) o.eval.energy_window_s = 0;
+  o.worker = python_worker_options(python, scratch->path());
+  eval::Evaluator evaluator(o);
+  auto result = evaluator.evaluate(*task, flags.candidate, flags.cu);
+  if (!result.ok()) return exit_for(result.error());
+  if (common.json) {
+    std::cout << report::eval_to_json(*task, *result).dump(2) << "\n";
+  } else {
+    std::cout << report::format_eval_text(*task, *result);
+    if (result->outcome == eval::Outcome::kNotRun)
+      std::cout << fmt::format("\nNot run: KernelBench candidates run in `{} -m kernelpro_torch.worker`, which needs an "
+                               "NVIDIA GPU and PyTorch with CUDA;{}\nrun the same command on a GPU machine (--python picks "
+                               "the interpreter).\n",
+                               python,
+                               result->form == eval::CandidateForm::kPrebuilt
+                                   ? " the candidate's .cu was built and its resources are shown above;"
+                                   : "");
+  }
+  if (result->outcome == eval::Outcome::kOk) return kExitOk;
+  if (result->outcome == eval::Outcome::kNotRun) return kExitNotRun;
+  return kExitFailed;
+}
+
 }  // namespace
 
 int run_eval(const EvalFlags& flags, const CommonFlags& common) {
+  if (is_kernelbench_path(flags.task)) return run_kernelbench_eval(flags, common);
+  if (!flags.cu.empty())
+    return exit_for(make_error(ErrorCode::kInvalidInput,
+                               fmt::format("--cu applies to KernelBench problems (a .py task); {} is a native task, whose "
+                                           "candidate is itself the .cu",
+                                           flags.task)));
   auto task = task::load_native_task(flags.task);
   if (!task.ok()) return exit_for(task.error());
   auto cand = candidate_path(*task, flags.candidate);
@@ -189,6 +269,55 @@ int run_doctor(const CommonFlags& common) {
        "pip install nvidia-cutlass, or set CUTLASS_PATH to a CUTLASS checkout (needed for CuTe candidates only)");
   std::printf("\n%s\n", problems == 0 ? "ready" : fmt::format("{} item(s) missing; see the fixes above", problems).c_str());
   return dev.ok() && nvcc ? kExitOk : (nvcc ? kExitNotRun : kExitInternal);
+}
+
+int run_baseline(const BaselineFlags& flags) {
+  auto scratch = sys::TempDir::create("kernelpro-baseline-");
+  if (!scratch.ok()) return exit_for(scratch.error());
+  if (flags.keep_scratch) {
+    scratch->keep();
+    std::fprintf(stderr, "kernelpro: scratch directory %s\n", scratch->path().c_str());
+  }
+  driver::BaselineOptions o;
+  o.suite_dir = flags.suite;
+  o.out_dir = flags.out;
+  o.default_out_root = fs::path(KP_SOURCE_DIR) / "bench" / "baselines";
+  o.levels = flags.levels;
+  o.only = flags.only;
+  o.modes = flags.modes;
+  o.warmup = flags.warmup;
+  o.trials = flags.trials;
+  o.timeout_s = flags.timeout_s;
+  o.time_budget_s = flags.time_budget_s;
+  o.retry_failed = flags.retry_failed ? driver::RetryFailed::kYes : driver::RetryFailed::kNo;
+  o.worker = python_worker_options(resolve_python(flags.python), scratch->path());
+  auto run = driver::run_baseline(o, [](const std::string& line) { std::cout << line << std::endl; });
+  if (!run.ok()) return exit_for(run.error());
+  std::cout << fmt::format("\n{} problem(s) measured in this run ({} with a failure, recorded), {} already recorded; "
+                           "results in {}\n",
+                           run->attempted, run->failed, run->already_recorded, run->out_dir.string());
+  for (const auto& s : run->summary) std::cout << driver::format_level_summary(s) << "\n";
+  if (run->budget_spent) {
+    std::vector<std::string> cmd = {(self_dir() / "kernelpro").string(), "baseline", "--suite",
+                                    fs::absolute(flags.suite).lexically_normal().string(), "--out", run->out_dir.string()};
+    auto ints = [](const std::vector<int>& v) {
+      std::vector<std::string> s;
+      for (int i : v) s.push_back(std::to_string(i));
+      return join(s, ",");
+    };
+    cmd.insert(cmd.end(), {"--levels", ints(flags.levels)});
+    if (!flags.only.empty()) cmd.insert(cmd.end(), {"--only", join(flags.only, ",")});
+    cmd.insert(cmd.end(), {"--modes", join(flags.modes, ","), "--warmup", std::to_string(flags.warmup), "--trials",
+                           std::to_string(flags.trials), "--timeout", fmt::format("{:g}", flags.timeout_s)});
+    cmd.insert(cmd.end(), {"--time-budget", fmt::format("{:g}", *flags.time_budget_s)});
+    if (flags.retry_failed) cmd.push_back("--retry-failed");
+    if (!flags.python.empty()) cmd.insert(cmd.end(), {"--python", flags.python});
+    std::vector<std::string> quoted;
+    for (const auto& w : cmd) quoted.push_back(shell_quote(w));
+    std::cout << fmt::format("\nTime budget of {:g} s spent: {} problem(s) remain. Continue with:\n  {}\n",
+                             *flags.time_budget_s, run->remaining, join(quoted, " "));
+  }
+  return kExitOk;
 }
 
 }  // namespace kp::cli

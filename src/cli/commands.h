@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "eval/eval_options.h"
 
@@ -16,6 +17,8 @@ struct CommonFlags {
 
 struct EvalFlags {
   std::string task, candidate;
+  std::string cu;      // KernelBench: the prebuilt form's .cu (default: <candidate stem>.cu when present)
+  std::string python;  // KernelBench: the Python that runs the worker (default: $KERNELPRO_PYTHON, else python3)
   std::optional<uint64_t> seed;
   bool no_energy = false;
   eval::EvalOptions options;
@@ -25,8 +28,21 @@ struct BuildFlags {
   std::string task, candidate;
 };
 
+struct BaselineFlags {
+  std::string suite, out, python;
+  std::vector<int> levels = {1, 2, 3};
+  std::vector<std::string> only;
+  std::vector<std::string> modes = {"eager", "compile"};
+  int warmup = 5, trials = 100;
+  double timeout_s = 900;
+  std::optional<double> time_budget_s;
+  bool retry_failed = false;
+  bool keep_scratch = false;
+};
+
 int run_eval(const EvalFlags& flags, const CommonFlags& common);
 int run_build(const BuildFlags& flags, const CommonFlags& common);
 int run_doctor(const CommonFlags& common);
+int run_baseline(const BaselineFlags& flags);
 
 }  // namespace kp::cli

@@ -30,8 +30,17 @@ int main(int argc, char** argv) {
 
   kp::cli::EvalFlags eval_flags;
   CLI::App* eval = app.add_subcommand("eval", "evaluate a candidate: build, verify, time, energy");
-  eval->add_option("task", eval_flags.task, "task folder (task.toml, reference.cu)")->required();
-  eval->add_option("candidate", eval_flags.candidate, "candidate .cu (default: the task's seed.cu)");
+  eval->add_option("task", eval_flags.task, "task folder (task.toml, reference.cu), or a KernelBench problem .py")->required();
+  eval->add_option("candidate", eval_flags.candidate,
+                   "candidate .cu (default: the task's seed.cu); for a KernelBench problem, a .py defining ModelNew");
+  eval->add_option("--cu", eval_flags.cu, "KernelBench: a .cu that kernelpro builds and the candidate .py loads (default: <candidate stem>.cu when it exists)");
+  eval->add_option("--python", eval_flags.python, "KernelBench: Python with PyTorch for the worker (default: $KERNELPRO_PYTHON, else python3)");
+  eval->add_option("--precision-policy", eval_flags.options.precision_policy,
+                   "KernelBench: kernelbench (the problem's dtype and KernelBench's tolerance) or fp64 (also against a float64 reference)")
+      ->check(CLI::IsMember({"kernelbench", "fp64"}))
+      ->default_val("kernelbench");
+  eval->add_flag("--strict-kernels", eval_flags.options.strict_kernels,
+                 "KernelBench: reject a candidate that launches kernels it did not build (PyTorch, cuBLAS, cuDNN)");
   eval->add_option("--trials", eval_flags.options.correctness_trials, "correctness trials with fresh inputs")->default_val(3);
   eval->add_option("--seed", eval_flags.seed, "input seed, to reproduce an evaluation (default: private, random)");
   eval->add_option("--timing-budget", eval_flags.options.timing_budget_s, "seconds of device time for timed calls")->default_val(0.5);
@@ -46,6 +55,21 @@ int main(int argc, char** argv) {
   build->add_option("candidate", build_flags.candidate, "candidate .cu (default: the task's seed.cu)");
   add_common(build);
 
+  kp::cli::BaselineFlags baseline_flags;
+  CLI::App* baseline = app.add_subcommand("baseline", "time PyTorch eager and torch.compile on a KernelBench suite (resumable)");
+  baseline->add_option("--suite", baseline_flags.suite, "KernelBench folder holding level1/, level2/, level3/")->required();
+  baseline->add_option("--out", baseline_flags.out, "output folder (default: bench/baselines/<gpu> in the source tree)");
+  baseline->add_option("--levels", baseline_flags.levels, "levels to measure, e.g. 1,2")->delimiter(',')->check(CLI::Range(1, 9))->default_str("1,2,3");
+  baseline->add_option("--only", baseline_flags.only, "problem file names or stems, e.g. 23_Softmax.py,1_Conv2D")->delimiter(',');
+  baseline->add_option("--modes", baseline_flags.modes, "eager, compile or both")->delimiter(',')->check(CLI::IsMember({"eager", "compile"}))->default_str("eager,compile");
+  baseline->add_option("--warmup", baseline_flags.warmup, "untimed calls per mode")->default_val(5)->check(CLI::NonNegativeNumber);
+  baseline->add_option("--trials", baseline_flags.trials, "timed calls per mode")->default_val(100)->check(CLI::PositiveNumber);
+  baseline->add_option("--timeout", baseline_flags.timeout_s, "seconds per problem before the worker is killed and the problem recorded as failed")->default_val(900)->check(CLI::PositiveNumber);
+  baseline->add_option("--time-budget", baseline_flags.time_budget_s, "start no new problem after this many seconds; the same command continues")->check(CLI::PositiveNumber);
+  baseline->add_flag("--retry-failed", baseline_flags.retry_failed, "measure again the problems whose measurement failed");
+  baseline->add_option("--python", baseline_flags.python, "Python with PyTorch for the worker (default: $KERNELPRO_PYTHON, else python3)");
+  baseline->add_flag("--keep-scratch", baseline_flags.keep_scratch, "keep the worker's scratch directory (logs)");
+
   CLI::App* doctor = app.add_subcommand("doctor", "is this machine ready? GPU, driver, nvcc, ncu, NVML, counters, CUTLASS");
   add_common(doctor);
 
@@ -58,6 +82,7 @@ int main(int argc, char** argv) {
     if (*eval) return kp::cli::run_eval(eval_flags, common);
     if (*build) return kp::cli::run_build(build_flags, common);
     if (*doctor) return kp::cli::run_doctor(common);
+    if (*baseline) return kp::cli::run_baseline(baseline_flags);
   } catch (const std::exception& e) {
     // Operational errors are Results; what arrives here is unexpected (a std::filesystem
     // error, bad_alloc): say what it was rather than abort.

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "eval/library_policy.h"
+
 namespace kp::eval {
 
 namespace fs = std::filesystem;
@@ -13,16 +15,30 @@ namespace {
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 }  // namespace
 
+const char* to_string(CandidateForm f) {
+  switch (f) {
+    case CandidateForm::kNative: return "native";
+    case CandidateForm::kLoadInline: return "load_inline";
+    case CandidateForm::kPrebuilt: return "prebuilt";
+  }
+  return "native";
+}
+
 Evaluator::Evaluator(EvaluatorOptions options)
     : options_(std::move(options)), builder_(options_.build), worker_(options_.worker) {}
 
 Evaluator::~Evaluator() = default;
 
-Result<EvalResult> Evaluator::evaluate(const task::Task& task, const fs::path& candidate) {
+Result<EvalResult> Evaluator::evaluate(const task::Task& task, const fs::path& candidate, const fs::path& library_source) {
+  if (task.kind == task::TaskKind::kKernelBench) return evaluate_kernelbench(task, candidate, library_source);
   auto t0 = Clock::now();
   EvalResult r;
   r.task_name = task.name;
   r.candidate = candidate;
+  if (!library_source.empty())
+    return make_error(ErrorCode::kInvalidInput, fmt::format("{}: a separate .cu applies to KernelBench problems only; a "
+                                                            "native task's candidate is itself the .cu",
+                                                            library_source.string()));
   if (!fs::is_regular_file(candidate))
     return make_error(ErrorCode::kNotFound, fmt::format("{}: no such candidate file (a .cu that exports kp_run)", candidate.string()));
 
@@ -51,7 +67,71 @@ Result<EvalResult> Evaluator::evaluate(const task::Task& task, const fs::path& c
     r.total_seconds = since(t0);
     return r;
   }
+  // Decided from the build alone, before any GPU time is spent: a forbidden library would do
+  // the work that is being measured.
+  if (auto v = find_forbidden_library(*r.candidate_build, task.candidate_libraries)) {
+    r.outcome = Outcome::kRejected;
+    r.cheat = "forbidden_library";
+    r.reason = v->reason;
+    r.total_seconds = since(t0);
+    return r;
+  }
+  KP_TRY_STATUS(run_on_worker(task, r, r.reference_build->artifact, r.candidate_build->artifact, nullptr));
+  r.total_seconds = since(t0);
+  return r;
+}
 
+Result<EvalResult> Evaluator::evaluate_kernelbench(const task::Task& task, const fs::path& candidate,
+                                                   fs::path library_source) {
+  auto t0 = Clock::now();
+  EvalResult r;
+  r.task_name = task.name;
+  r.candidate = candidate;
+  if (!fs::is_regular_file(candidate))
+    return make_error(ErrorCode::kNotFound,
+                      fmt::format("{}: no such candidate file (a .py defining ModelNew)", candidate.string()));
+  if (candidate.extension() != ".py")
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("{}: a KernelBench candidate is a .py defining ModelNew; a .cu that the .py loads "
+                                  "goes beside it with the same stem, or is named with --cu",
+                                  candidate.string()));
+  if (!library_source.empty()) {
+    if (!fs::is_regular_file(library_source))
+      return make_error(ErrorCode::kNotFound, fmt::format("{}: no such .cu file (--cu)", library_source.string()));
+  } else if (fs::path beside = fs::path(candidate).replace_extension(".cu"); fs::is_regular_file(beside)) {
+    library_source = beside;
+  }
+
+  KernelBenchFiles files;
+  if (!library_source.empty()) {
+    r.form = CandidateForm::kPrebuilt;
+    r.library_source = library_source;
+    // The prebuilt form's .cu is a library the .py loads, not a kp_run candidate: no export check.
+    auto built = builder_.build(build::BuildRequest{library_source, {}, {}});
+    r.build_seconds = since(t0);
+    if (!built.ok()) return std::move(built).error().wrap("building the candidate's .cu");
+    r.candidate_build = *built;
+    if (!r.candidate_build->ok) {
+      r.outcome = Outcome::kCompileError;
+      r.reason = build::summarize_diagnostics(r.candidate_build->diagnostics, 5);
+      r.total_seconds = since(t0);
+      return r;
+    }
+    files.library = r.candidate_build->artifact;
+    files.library_source = fs::absolute(library_source);
+  } else {
+    r.form = CandidateForm::kLoadInline;
+    files.build_dir = options_.build.cache_dir / "torch_extensions";
+    std::error_code ec;
+    fs::create_directories(files.build_dir, ec);
+  }
+  KP_TRY_STATUS(run_on_worker(task, r, task.reference_path, candidate, &files));
+  r.total_seconds = since(t0);
+  return r;
+}
+
+Status Evaluator::run_on_worker(const task::Task& task, EvalResult& r, const fs::path& reference,
+                                const fs::path& candidate, const KernelBenchFiles* files) {
   auto t1 = Clock::now();
   auto dev = worker_.device();
   r.worker_start_seconds = since(t1);
@@ -59,20 +139,27 @@ Result<EvalResult> Evaluator::evaluate(const task::Task& task, const fs::path& c
     if (dev.error().code != ErrorCode::kUnavailable) return std::move(dev).error();
     r.outcome = Outcome::kNotRun;
     r.reason = dev.error().message;
-    r.total_seconds = since(t0);
-    return r;
+    return ok_status();
   }
   r.device = *dev;
   auto t2 = Clock::now();
-  KP_TRY(WorkerEvaluation ev, worker_.evaluate(task, r.reference_build->artifact, r.candidate_build->artifact, options_.eval));
+  KP_TRY(WorkerEvaluation ev, files ? worker_.evaluate(task, reference, candidate, options_.eval, *files)
+                                    : worker_.evaluate(task, reference, candidate, options_.eval));
   r.worker_seconds = since(t2);
-  if (ev.report.reference_failed)
+  if (ev.report.reference_failed) {
+    if (task.kind == task::TaskKind::kKernelBench)
+      return make_error(ErrorCode::kInvalidInput,
+                        fmt::format("{}; the problem is at fault, not the candidate: {}'s Model must run on the "
+                                    "inputs its get_inputs() makes",
+                                    ev.report.reason, task.reference_path.string()));
     return make_error(ErrorCode::kInvalidInput,
                       fmt::format("{}; the task is at fault, not the candidate: make task.toml's shapes, dtypes and "
                                   "scalars match what {} accepts",
                                   ev.report.reason, task.reference_path.string()));
+  }
   r.outcome = ev.report.outcome;
   r.reason = ev.report.reason;
+  r.cheat = ev.report.cheat;
   r.candidate_stdout = std::move(ev.candidate_stdout);
   r.candidate_stderr = std::move(ev.candidate_stderr);
   if (ev.report.timing && !ev.report.timing->samples_s.empty()) {
@@ -85,8 +172,7 @@ Result<EvalResult> Evaluator::evaluate(const task::Task& task, const fs::path& c
     }
   }
   r.report = std::move(ev.report);
-  r.total_seconds = since(t0);
-  return r;
+  return ok_status();
 }
 
 }  // namespace kp::eval

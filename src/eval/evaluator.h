@@ -15,12 +15,24 @@
 
 namespace kp::eval {
 
+// How a candidate reaches the GPU. Native: a .cu exporting kp_run. KernelBench: a .py defining
+// ModelNew, either with its CUDA inline (torch.utils.cpp_extension.load_inline, built by the
+// Python worker) or with a .cu beside it that kernelpro builds with nvcc and the .py loads.
+enum class CandidateForm { kNative, kLoadInline, kPrebuilt };
+// "native", "load_inline", "prebuilt".
+const char* to_string(CandidateForm form);
+
 struct EvalResult {
   Outcome outcome = Outcome::kNotRun;
   std::string reason;
+  // The anti-cheat rule behind a rejected or incorrect outcome (WorkerReport::cheat lists the
+  // tags), or "forbidden_library", decided from the build (eval/library_policy.h). Empty otherwise.
+  std::string cheat;
   std::string task_name;
   std::filesystem::path candidate;
-  std::optional<build::BuildResult> candidate_build;
+  CandidateForm form = CandidateForm::kNative;
+  std::filesystem::path library_source;   // prebuilt form: the .cu built into candidate_build
+  std::optional<build::BuildResult> candidate_build;  // native, and the prebuilt form's .cu
   std::optional<build::BuildResult> reference_build;
   std::optional<DeviceInfo> device;       // absent when no GPU
   std::optional<WorkerReport> report;     // the worker's findings
@@ -50,13 +62,28 @@ class Evaluator {
   // an Error means the evaluation could not be attempted: the candidate file is missing
   // (kNotFound), the task's own reference does not build or fails on the task's own shapes
   // (kInvalidInput, with the diagnostics or the reference's message), or nvcc is missing. Without a GPU the outcome is not_run, with both builds reported.
-  Result<EvalResult> evaluate(const task::Task& task, const std::filesystem::path& candidate);
+  //
+  // KernelBench task (the worker must then be the Python worker): candidate is a .py. The
+  // prebuilt form is taken when library_source names a .cu, or, when it is empty, when a .cu
+  // with the candidate's stem lies beside it: that .cu is built here (compile_error as for
+  // native; no kp_run is needed) and the worker gets library and library_source. Otherwise the
+  // worker builds the candidate itself, in <cache_dir>/torch_extensions. Errors: kNotFound for
+  // a missing candidate or .cu, kInvalidInput when the candidate is not a .py or the problem's
+  // Model fails on its own inputs.
+  Result<EvalResult> evaluate(const task::Task& task, const std::filesystem::path& candidate,
+                              const std::filesystem::path& library_source = {});
 
   // The worker's device; kUnavailable without a GPU.
   Result<DeviceInfo> device() { return worker_.device(); }
   build::Builder& builder() { return builder_; }
 
  private:
+  Result<EvalResult> evaluate_kernelbench(const task::Task& task, const std::filesystem::path& candidate,
+                                          std::filesystem::path library_source);
+  // Runs the worker part shared by both task kinds and fills r from its report.
+  Status run_on_worker(const task::Task& task, EvalResult& r, const std::filesystem::path& reference,
+                       const std::filesystem::path& candidate, const KernelBenchFiles* files);
+
   EvaluatorOptions options_;
   build::Builder builder_;
   WorkerClient worker_;

@@ -7,6 +7,9 @@ namespace kp::eval {
 using nlohmann::json;
 
 json to_json(const task::Task& t) {
+  if (t.kind == task::TaskKind::kKernelBench)
+    return {{"kind", "kernelbench"}, {"name", t.name}, {"problem", t.reference_path.string()}, {"level", t.level},
+            {"problem_id", t.problem_id}};
   auto tensor = [](const task::TensorSpec& s, bool input) {
     json j = {{"name", s.name}, {"dtype", task::to_string(s.dtype)}, {"shape", s.shape}};
     if (input) j["init"] = {{"dist", task::to_string(s.init.kind)}, {"a", s.init.a}, {"b", s.init.b}};
@@ -31,6 +34,15 @@ Result<task::Task> task_from_json(const json& j) {
   try {
     task::Task t;
     t.name = j.at("name").get<std::string>();
+    if (j.value("kind", std::string("native")) == "kernelbench") {
+      t.kind = task::TaskKind::kKernelBench;
+      t.reference_path = j.at("problem").get<std::string>();
+      t.dir = t.reference_path.parent_path();
+      t.level = j.value("level", 0);
+      t.problem_id = j.value("problem_id", 0);
+      if (t.level > 0) t.category = fmt::format("level{}", t.level);
+      return t;
+    }
     auto tensor = [](const json& e, bool input) -> Result<task::TensorSpec> {
       task::TensorSpec s;
       s.name = e.at("name").get<std::string>();
@@ -113,7 +125,7 @@ json to_json(const DeviceInfo& d) {
           {"sm_count", d.sm_count}, {"l2_bytes", d.l2_bytes}, {"memory_bytes", d.memory_bytes},
           {"driver_version", d.driver_version}, {"runtime_version", d.runtime_version},
           {"pci_bus_id", d.pci_bus_id}, {"nvml", d.nvml}, {"nvml_error", d.nvml_error},
-          {"dram_bytes_per_s", d.dram_bytes_per_s}};
+          {"dram_bytes_per_s", d.dram_bytes_per_s}, {"sm_clock_khz", d.sm_clock_khz}};
 }
 
 DeviceInfo device_info_from_json(const json& j) {
@@ -130,6 +142,7 @@ DeviceInfo device_info_from_json(const json& j) {
   d.nvml = j.value("nvml", false);
   d.nvml_error = j.value("nvml_error", "");
   d.dram_bytes_per_s = j.value("dram_bytes_per_s", 0.0);
+  d.sm_clock_khz = j.value("sm_clock_khz", 0);
   return d;
 }
 
@@ -243,6 +256,51 @@ Result<WorkerReport> worker_report_from_json(const json& j) {
     return r;
   } catch (const json::exception& e) {
     return make_error(ErrorCode::kProtocol, fmt::format("malformed worker report: {}", e.what()));
+  }
+}
+
+json to_json(const BaselineModeResult& m) {
+  if (!m.ok) return {{"ok", false}, {"error", m.error}};
+  return {{"ok", true},           {"mean_ms", m.mean_ms},       {"std_ms", m.std_ms},
+          {"min_ms", m.min_ms},   {"max_ms", m.max_ms},         {"median_ms", m.median_ms},
+          {"num_trials", m.num_trials}, {"warmup_s", m.warmup_s}};
+}
+
+Result<BaselineModeResult> baseline_mode_result_from_json(const json& j) {
+  try {
+    BaselineModeResult m;
+    m.ok = j.at("ok").get<bool>();
+    if (!m.ok) {
+      m.error = j.value("error", std::string("the worker gave no reason"));
+      return m;
+    }
+    m.mean_ms = j.at("mean_ms").get<double>();
+    m.std_ms = j.value("std_ms", 0.0);
+    m.min_ms = j.value("min_ms", m.mean_ms);
+    m.max_ms = j.value("max_ms", m.mean_ms);
+    m.median_ms = j.value("median_ms", m.mean_ms);
+    m.num_trials = j.value("num_trials", 0);
+    m.warmup_s = j.value("warmup_s", 0.0);
+    return m;
+  } catch (const json::exception& e) {
+    return make_error(ErrorCode::kProtocol, fmt::format("malformed baseline result: {}", e.what()));
+  }
+}
+
+Result<BaselineReply> baseline_reply_from_json(const json& j) {
+  try {
+    BaselineReply r;
+    r.hardware = j.value("hardware", "");
+    r.device = j.value("device", "");
+    r.torch_version = j.value("torch_version", "");
+    for (const auto& [mode, v] : j.at("results").items()) {
+      auto m = baseline_mode_result_from_json(v);
+      if (!m.ok()) return std::move(m).error().wrap(fmt::format("mode {}", mode));
+      r.results[mode] = *m;
+    }
+    return r;
+  } catch (const json::exception& e) {
+    return make_error(ErrorCode::kProtocol, fmt::format("malformed baseline reply: {}", e.what()));
   }
 }
 

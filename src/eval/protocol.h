@@ -8,6 +8,17 @@
 //    "options":{...}}                    -> {"ok":true,"id":N,"report":{...},"exiting":B}
 //   ("exiting":true: the CUDA context is lost and the worker exits after this reply)
 //   (options.seed is present only when the user fixed it; otherwise the worker draws one)
+// KernelBench tasks (the Python worker, python -m kernelpro_torch.worker):
+//   {"op":"eval","id":N,"task":{"kind":"kernelbench","name":"23_Softmax.py","problem":"/abs/p.py",
+//    "level":1,"problem_id":23},"reference":"/abs/p.py","candidate":"/abs/cand.py",
+//    "library":"/abs/cand.so","library_source":"/abs/cand.cu",   (prebuilt form only)
+//    "build_dir":"/abs/torch_extensions","options":{...}}
+//                                        -> the same reply as above
+//   {"op":"baseline","id":N,"problem":"/abs/p.py","modes":["eager","compile"],"warmup":5,
+//    "trials":100}                       -> {"ok":true,"id":N,"hardware":"NVIDIA H200",
+//    "device":"cuda:0","torch_version":"2.11.0","results":{"eager":{"ok":true,"mean_ms":..,
+//    "std_ms":..,"min_ms":..,"max_ms":..,"median_ms":..,"num_trials":100,"warmup_s":..},
+//    "compile":{"ok":false,"error":"..."}},"exiting":B}
 //   {"op":"shutdown"}                    -> the worker exits 0
 // A malformed request gets {"ok":false,"error":"..."}. Every reply is one line.
 #pragma once
@@ -43,6 +54,9 @@ struct DeviceInfo {
   // Device-to-device copy bandwidth measured by the worker when it starts (bytes read plus
   // bytes written per second); the physics floor is derived from it. 0 when not measured.
   double dram_bytes_per_s = 0;
+  // Peak SM clock, kHz (cudaDevAttrClockRate); with sm_count and the architecture it gives the
+  // tensor-core peak of the physics floor (eval/physics_floor.h). 0 when unknown.
+  int sm_clock_khz = 0;
 };
 
 struct TimingReport {
@@ -98,6 +112,26 @@ struct WorkerReport {
   std::vector<std::string> kernels;
 };
 
+// PyTorch's own time for one problem in one mode ("eager", "compile"), as the Python worker
+// measured it: milliseconds per forward call over num_trials timed calls after warm-up.
+struct BaselineModeResult {
+  bool ok = false;
+  std::string error;  // why not, when !ok
+  double mean_ms = 0, std_ms = 0, min_ms = 0, max_ms = 0, median_ms = 0;
+  int num_trials = 0;
+  double warmup_s = 0;  // wall time of the warm-up (for compile: includes compilation)
+};
+
+// The reply to one baseline request.
+struct BaselineReply {
+  std::string hardware;       // torch.cuda.get_device_name(), e.g. "NVIDIA H200"
+  std::string device;         // "cuda:0"
+  std::string torch_version;  // torch.__version__
+  std::map<std::string, BaselineModeResult> results;  // by mode
+};
+
+// A KernelBench task is {"kind":"kernelbench","name","problem","level","problem_id"}; a native
+// task carries its tensors, scalars, resolved tolerances and ideal cost.
 nlohmann::json to_json(const task::Task& task);
 Result<task::Task> task_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const EvalOptions& o);
@@ -109,5 +143,11 @@ OutputCheck output_check_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const WorkerReport& r);
 // kProtocol when a field is missing or has the wrong type; the message names it.
 Result<WorkerReport> worker_report_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const BaselineModeResult& m);
+// kProtocol when "ok" is missing, or an ok result lacks mean_ms; other fields default.
+Result<BaselineModeResult> baseline_mode_result_from_json(const nlohmann::json& j);
+// Reads hardware, device, torch_version and results of a baseline reply; kProtocol when
+// results is missing or one of them is malformed.
+Result<BaselineReply> baseline_reply_from_json(const nlohmann::json& j);
 
 }  // namespace kp::eval

@@ -87,6 +87,51 @@ TEST(Protocol, MalformedReportsAreProtocolErrors) {
   EXPECT_NE(unknown.error().message.find("unknown outcome"), std::string::npos);
 }
 
+TEST(Protocol, KernelBenchTaskIsItsProblemFile) {
+  task::Task t;
+  t.kind = task::TaskKind::kKernelBench;
+  t.name = "23_Softmax.py";
+  t.reference_path = "/suite/level1/23_Softmax.py";
+  t.level = 1;
+  t.problem_id = 23;
+  json j = to_json(t);
+  EXPECT_EQ(j, json::parse(R"({"kind":"kernelbench","name":"23_Softmax.py","problem":"/suite/level1/23_Softmax.py",
+                               "level":1,"problem_id":23})"));
+  auto back = task_from_json(j);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->kind, task::TaskKind::kKernelBench);
+  EXPECT_EQ(back->reference_path, t.reference_path);
+  EXPECT_EQ(back->category, "level1");
+  EXPECT_EQ(back->problem_id, 23);
+}
+
+TEST(Protocol, BaselineReplyKeepsEveryModeAndItsError) {
+  auto r = baseline_reply_from_json(json::parse(R"({"ok":true,"id":3,"hardware":"NVIDIA H200","device":"cuda:0",
+      "torch_version":"2.11.0","results":{"eager":{"ok":true,"mean_ms":1.5,"std_ms":0.1,"min_ms":1.4,"max_ms":1.9,
+      "median_ms":1.45,"num_trials":100,"warmup_s":0.2},"compile":{"ok":false,"error":"Unsupported: x"}},"exiting":false})"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->hardware, "NVIDIA H200");
+  EXPECT_EQ(r->torch_version, "2.11.0");
+  ASSERT_EQ(r->results.size(), 2u);
+  EXPECT_TRUE(r->results["eager"].ok);
+  EXPECT_DOUBLE_EQ(r->results["eager"].median_ms, 1.45);
+  EXPECT_EQ(r->results["eager"].num_trials, 100);
+  EXPECT_FALSE(r->results["compile"].ok);
+  EXPECT_EQ(r->results["compile"].error, "Unsupported: x");
+  // Back to JSON: a failure carries only its error.
+  EXPECT_EQ(to_json(r->results["compile"]), json::parse(R"({"ok":false,"error":"Unsupported: x"})"));
+  EXPECT_DOUBLE_EQ(to_json(r->results["eager"])["mean_ms"].get<double>(), 1.5);
+}
+
+TEST(Protocol, MalformedBaselineRepliesAreProtocolErrors) {
+  auto no_results = baseline_reply_from_json(json::parse(R"({"ok":true,"id":1})"));
+  ASSERT_FALSE(no_results.ok());
+  EXPECT_EQ(no_results.error().code, ErrorCode::kProtocol);
+  auto no_mean = baseline_reply_from_json(json::parse(R"({"ok":true,"results":{"eager":{"ok":true}}})"));
+  ASSERT_FALSE(no_mean.ok());
+  EXPECT_NE(no_mean.error().message.find("eager"), std::string::npos) << no_mean.error().message;
+}
+
 TEST(Outcome, NamesRoundTrip) {
   for (Outcome o : {Outcome::kOk, Outcome::kCompileError, Outcome::kLoadError, Outcome::kRuntimeError, Outcome::kCrash,
                     Outcome::kTimeout, Outcome::kIncorrect, Outcome::kRejected, Outcome::kNotRun})

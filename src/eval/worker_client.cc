@@ -27,12 +27,16 @@ WorkerClient::~WorkerClient() { stop(); }
 Status WorkerClient::start() {
   if (process_ && process_->running()) return ok_status();
   process_.reset();
-  if (!fs::exists(options_.worker_path))
-    return make_error(ErrorCode::kNotFound, fmt::format("worker binary {} not found; build it (cmake --build build) or pass --worker",
-                                                        options_.worker_path.string()));
-  fs::create_directories(options_.scratch_dir);
   sys::Command c;
-  c.argv = {options_.worker_path.string()};
+  if (!options_.argv.empty()) {
+    c.argv = options_.argv;
+  } else {
+    if (!fs::exists(options_.worker_path))
+      return make_error(ErrorCode::kNotFound, fmt::format("worker binary {} not found; build it (cmake --build build) or pass --worker",
+                                                          options_.worker_path.string()));
+    c.argv = {options_.worker_path.string()};
+  }
+  fs::create_directories(options_.scratch_dir);
   c.cwd = options_.scratch_dir.string();
   c.stdout_path = (options_.scratch_dir / "worker.stdout.log").string();
   c.stderr_path = (options_.scratch_dir / "worker.stderr.log").string();
@@ -40,7 +44,10 @@ Status WorkerClient::start() {
   c.limits.core_bytes = 0;
   // Candidate code runs here: keep API keys and the like out of its environment.
   c.env_unset = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "KERNELPRO_API_KEY"};
-  KP_TRY(process_, sys::Process::spawn(c));
+  c.env_set = options_.env;
+  auto spawned = sys::Process::spawn(c);
+  if (!spawned.ok()) return std::move(spawned).error().wrap(fmt::format("starting the worker `{}`", join(c.argv, " ")));
+  process_ = std::move(*spawned);
   KP_TRY_STATUS(process_->send_line(R"({"op":"hello"})"));
   auto line = process_->read_line(ms(options_.start_timeout_s));
   if (!line.ok()) {
@@ -77,56 +84,102 @@ std::string WorkerClient::read_log_since(const fs::path& path, uint64_t offset) 
   return tail_lines(text, 200);
 }
 
+WorkerClient::Exchange WorkerClient::exchange(const json& request, double timeout_s) {
+  Exchange x;
+  if (auto sent = process_->send_line(request.dump()); !sent.ok()) {
+    x.failure = Exchange::Failure::kGone;
+    x.detail = process_->kill().describe();
+  } else if (auto line = process_->read_line(ms(timeout_s)); !line.ok()) {
+    if (line.error().code == ErrorCode::kTimeout) {
+      process_->kill();
+      x.failure = Exchange::Failure::kTimedOut;
+    } else {
+      x.failure = Exchange::Failure::kDied;
+      x.detail = process_->wait(milliseconds(2000)).describe();
+    }
+  } else {
+    x.reply = json::parse(*line, nullptr, false);
+    if (x.reply.is_discarded() || !x.reply.is_object()) {
+      process_->kill();
+      x.failure = Exchange::Failure::kNotJson;
+      x.detail = *line;
+    }
+  }
+  if (x.failure != Exchange::Failure::kNone) process_.reset();
+  return x;
+}
+
+bool WorkerClient::drop_if_exiting(const json& reply) {
+  // A worker whose CUDA context is lost says so and exits after replying; wait for it, so the
+  // next request cannot be sent to a dying process and blamed for its death.
+  if (!reply.value("exiting", false) && process_->running()) return false;
+  process_->wait(milliseconds(5000));
+  process_.reset();
+  return true;
+}
+
 Result<WorkerEvaluation> WorkerClient::evaluate(const task::Task& task, const fs::path& reference_so,
                                                 const fs::path& candidate_so, const EvalOptions& options) {
+  return run_evaluation({{"op", "eval"},
+                         {"task", to_json(task)},
+                         {"reference", fs::absolute(reference_so).string()},
+                         {"candidate", fs::absolute(candidate_so).string()},
+                         {"options", to_json(options)}},
+                        options);
+}
+
+Result<WorkerEvaluation> WorkerClient::evaluate(const task::Task& task, const fs::path& reference,
+                                                const fs::path& candidate, const EvalOptions& options,
+                                                const KernelBenchFiles& files) {
+  json req = {{"op", "eval"},
+              {"task", to_json(task)},
+              {"reference", fs::absolute(reference).string()},
+              {"candidate", fs::absolute(candidate).string()},
+              {"options", to_json(options)}};
+  if (!files.library.empty()) req["library"] = fs::absolute(files.library).string();
+  if (!files.library_source.empty()) req["library_source"] = fs::absolute(files.library_source).string();
+  if (!files.build_dir.empty()) req["build_dir"] = fs::absolute(files.build_dir).string();
+  return run_evaluation(std::move(req), options);
+}
+
+Result<WorkerEvaluation> WorkerClient::run_evaluation(json req, const EvalOptions& options) {
   KP_TRY(DeviceInfo dev, device());
   (void)dev;
   fs::path out_log = options_.scratch_dir / "worker.stdout.log", err_log = options_.scratch_dir / "worker.stderr.log";
   uint64_t out_off = file_size_or_zero(out_log), err_off = file_size_or_zero(err_log);
-  int id = next_id_++;
-  json req = {{"op", "eval"},
-              {"id", id},
-              {"task", to_json(task)},
-              {"reference", fs::absolute(reference_so).string()},
-              {"candidate", fs::absolute(candidate_so).string()},
-              {"options", to_json(options)}};
+  req["id"] = next_id_++;
   WorkerEvaluation ev;
-  auto died = [&](Outcome outcome, std::string reason) {
+  auto failed = [&](Outcome outcome, std::string reason) {
     ev.report.outcome = outcome;
     ev.report.reason = std::move(reason);
     ev.worker_restarted = true;
-    process_.reset();
   };
-  if (auto s = process_->send_line(req.dump()); !s.ok()) {
-    auto how = process_->kill();
-    died(Outcome::kCrash, fmt::format("the worker was gone before the evaluation ({})", how.describe()));
-  } else {
-    auto line = process_->read_line(ms(options.timeout_s));
-    if (!line.ok() && line.error().code == ErrorCode::kTimeout) {
-      process_->kill();
-      died(Outcome::kTimeout, fmt::format("no verdict within {:.0f} s: the candidate hangs (an infinite loop or a "
-                                          "deadlock?); the worker was killed",
-                                          options.timeout_s));
-    } else if (!line.ok()) {
-      auto how = process_->wait(milliseconds(2000));
-      died(Outcome::kCrash, fmt::format("the worker died during the evaluation: {}", how.describe()));
-    } else {
-      json reply = json::parse(*line, nullptr, false);
-      if (reply.is_discarded() || !reply.value("ok", false) || !reply.contains("report")) {
+  Exchange x = exchange(req, options.timeout_s);
+  switch (x.failure) {
+    case Exchange::Failure::kGone:
+      failed(Outcome::kCrash, fmt::format("the worker was gone before the evaluation ({})", x.detail));
+      break;
+    case Exchange::Failure::kTimedOut:
+      failed(Outcome::kTimeout, fmt::format("no verdict within {:.0f} s: the candidate hangs (an infinite loop or a "
+                                            "deadlock?); the worker was killed",
+                                            options.timeout_s));
+      break;
+    case Exchange::Failure::kDied:
+      failed(Outcome::kCrash, fmt::format("the worker died during the evaluation: {}", x.detail));
+      break;
+    case Exchange::Failure::kNotJson:
+      failed(Outcome::kCrash, fmt::format("the worker broke the protocol: {}", x.detail));
+      break;
+    case Exchange::Failure::kNone:
+      if (!x.reply.value("ok", false) || !x.reply.contains("report")) {
         process_->kill();
-        died(Outcome::kCrash, fmt::format("the worker broke the protocol: {}",
-                                          reply.is_discarded() ? *line : reply.value("error", *line)));
+        process_.reset();
+        failed(Outcome::kCrash, fmt::format("the worker broke the protocol: {}", x.reply.value("error", x.reply.dump())));
       } else {
-        KP_TRY(ev.report, worker_report_from_json(reply["report"]));
-        // A worker whose CUDA context is lost says so and exits after replying; wait for it,
-        // so the next evaluation cannot be sent to a dying process and blamed for its death.
-        if (reply.value("exiting", false) || !process_->running()) {
-          process_->wait(milliseconds(5000));
-          process_.reset();
-          ev.worker_restarted = true;
-        }
+        KP_TRY(ev.report, worker_report_from_json(x.reply["report"]));
+        ev.worker_restarted = drop_if_exiting(x.reply);
       }
-    }
+      break;
   }
   ev.candidate_stdout = read_log_since(out_log, out_off);
   ev.candidate_stderr = read_log_since(err_log, err_off);
@@ -135,6 +188,56 @@ Result<WorkerEvaluation> WorkerClient::evaluate(const task::Task& task, const fs
     if (!lines.empty()) ev.report.reason += fmt::format(" (last stderr line: {})", lines.back());
   }
   return ev;
+}
+
+Result<WorkerBaseline> WorkerClient::baseline(const fs::path& problem, const std::vector<std::string>& modes,
+                                              int warmup, int trials, double timeout_s) {
+  KP_TRY(DeviceInfo dev, device());
+  (void)dev;
+  fs::path err_log = options_.scratch_dir / "worker.stderr.log";
+  uint64_t err_off = file_size_or_zero(err_log);
+  json req = {{"op", "baseline"},  {"id", next_id_++},   {"problem", fs::absolute(problem).string()},
+              {"modes", modes},    {"warmup", warmup},   {"trials", trials}};
+  WorkerBaseline b;
+  std::string failure;  // set when every mode fails for the same reason
+  Exchange x = exchange(req, timeout_s);
+  switch (x.failure) {
+    case Exchange::Failure::kGone: failure = fmt::format("the worker was gone before the baseline ({})", x.detail); break;
+    case Exchange::Failure::kTimedOut:
+      failure = fmt::format("no result within {:.0f} s (a hang, or a compile slower than --timeout); the worker was killed",
+                            timeout_s);
+      break;
+    case Exchange::Failure::kDied: failure = fmt::format("the worker died during the baseline: {}", x.detail); break;
+    case Exchange::Failure::kNotJson: failure = fmt::format("the worker broke the protocol: {}", x.detail); break;
+    case Exchange::Failure::kNone:
+      if (!x.reply.value("ok", false)) {
+        failure = x.reply.value("error", std::string("the worker answered ok:false without a reason"));
+        b.worker_restarted = drop_if_exiting(x.reply);
+      } else if (auto r = baseline_reply_from_json(x.reply); !r.ok()) {
+        process_->kill();
+        process_.reset();
+        failure = fmt::format("the worker broke the protocol: {}", r.error().message);
+      } else {
+        b.reply = std::move(*r);
+        b.worker_restarted = drop_if_exiting(x.reply);
+      }
+      break;
+  }
+  if (!process_) b.worker_restarted = true;
+  b.worker_stderr = read_log_since(err_log, err_off);
+  if (!failure.empty() && x.failure != Exchange::Failure::kNone && !b.worker_stderr.empty()) {
+    auto lines = split_lines(b.worker_stderr);
+    if (!lines.empty()) failure += fmt::format(" (last stderr line: {})", lines.back());
+  }
+  for (const auto& mode : modes) {
+    auto it = b.reply.results.find(mode);
+    if (!failure.empty() || it == b.reply.results.end()) {
+      BaselineModeResult m;
+      m.error = failure.empty() ? fmt::format("the worker returned no result for mode {}", mode) : failure;
+      b.reply.results[mode] = m;
+    }
+  }
+  return b;
 }
 
 void WorkerClient::stop() {

@@ -1,12 +1,16 @@
-// The orchestrator's side of a worker: starts kp-worker in its own process group, speaks the
-// protocol, and turns a crash, hang or protocol breach into an outcome, restarting the worker
-// for the next evaluation. One WorkerClient drives one worker (one GPU); not thread-safe.
+// The orchestrator's side of a worker: starts kp-worker (native tasks) or the Python worker
+// (KernelBench tasks, any command given in WorkerOptions::argv) in its own process group, speaks
+// the protocol (eval/protocol.h), and turns a crash, hang or protocol breach into an outcome,
+// restarting the worker for the next request. One WorkerClient drives one worker (one GPU); not
+// thread-safe.
 #pragma once
 
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "eval/eval_options.h"
 #include "eval/protocol.h"
@@ -17,8 +21,14 @@
 namespace kp::eval {
 
 struct WorkerOptions {
-  // The worker executable (kp-worker). Required.
+  // The worker executable (kp-worker). Required unless argv is set.
   std::filesystem::path worker_path;
+  // The worker's full command line, used instead of worker_path when non-empty; argv[0] is
+  // searched in PATH when it has no '/'. The Python worker: {python, "-m", "kernelpro_torch.worker"}.
+  std::vector<std::string> argv;
+  // Variables set in the worker's environment (on top of kernelpro's, minus the API keys), e.g.
+  // PYTHONPATH for the Python worker. Empty by default.
+  std::vector<std::pair<std::string, std::string>> env;
   // Scratch directory: the worker's working directory and its stdout/stderr logs. Required.
   std::filesystem::path scratch_dir;
   // Seconds to wait for the worker's hello (CUDA initialization). Default 120.
@@ -35,6 +45,22 @@ struct WorkerEvaluation {
   bool worker_restarted = false;  // the worker died or was killed during this evaluation
 };
 
+// The extra files of a KernelBench eval request (protocol.h). Empty paths are left out.
+struct KernelBenchFiles {
+  std::filesystem::path library;         // prebuilt form: the .so kernelpro built from library_source
+  std::filesystem::path library_source;  // prebuilt form: the candidate's .cu
+  std::filesystem::path build_dir;       // where the worker builds torch extensions (load_inline form)
+};
+
+// PyTorch's own times for one problem, plus what the worker printed meanwhile.
+struct WorkerBaseline {
+  // On a crash, a hang past the timeout or a broken reply, every requested mode has ok = false
+  // and an error saying so; hardware, device and torch_version are then empty.
+  BaselineReply reply;
+  std::string worker_stderr;      // what the worker wrote to stderr during the request (tail)
+  bool worker_restarted = false;  // the worker died or was killed during this request
+};
+
 class WorkerClient {
  public:
   explicit WorkerClient(WorkerOptions options);
@@ -48,12 +74,36 @@ class WorkerClient {
   // outcome (crash, timeout) in the report, never an Error; Error only when no worker can run.
   Result<WorkerEvaluation> evaluate(const task::Task& task, const std::filesystem::path& reference_so,
                                     const std::filesystem::path& candidate_so, const EvalOptions& options);
+  // The same for a KernelBench task: reference is the problem .py, candidate the candidate .py,
+  // and files adds library, library_source and build_dir to the request.
+  Result<WorkerEvaluation> evaluate(const task::Task& task, const std::filesystem::path& reference,
+                                    const std::filesystem::path& candidate, const EvalOptions& options,
+                                    const KernelBenchFiles& files);
+
+  // Measures PyTorch on one KernelBench problem (the Python worker's "baseline" request): each of
+  // modes ("eager", "compile"), warmup untimed calls, then trials timed calls. A crash, no reply
+  // within timeout_s (the worker is killed) or a broken reply fails every mode of this problem,
+  // and the next request starts a new worker; a reply {"ok":false,"error":..} fails every mode
+  // with that error and keeps the worker. Error only when no worker can run (as device()).
+  Result<WorkerBaseline> baseline(const std::filesystem::path& problem, const std::vector<std::string>& modes,
+                                  int warmup, int trials, double timeout_s);
 
   // Stops the worker (shutdown request, then kill after a grace period).
   void stop();
 
  private:
+  // One request and its reply line. On failure the worker is killed and gone.
+  struct Exchange {
+    enum class Failure { kNone, kGone, kTimedOut, kDied, kNotJson } failure = Failure::kNone;
+    std::string detail;    // how the worker ended (kGone, kDied), or the line (kNotJson)
+    nlohmann::json reply;  // a JSON object, when failure is kNone
+  };
   Status start();
+  Exchange exchange(const nlohmann::json& request, double timeout_s);
+  // After a reply: a worker that said it is exiting, or has exited, is waited for and dropped.
+  // Returns true when it was.
+  bool drop_if_exiting(const nlohmann::json& reply);
+  Result<WorkerEvaluation> run_evaluation(nlohmann::json request, const EvalOptions& options);
   std::string read_log_since(const std::filesystem::path& path, uint64_t offset) const;
 
   WorkerOptions options_;

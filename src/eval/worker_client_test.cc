@@ -136,5 +136,142 @@ TEST_F(WorkerClientTest, MissingWorkerBinarySaysHowToBuildIt) {
   EXPECT_NE(dev.error().message.find("build it"), std::string::npos);
 }
 
+class PythonWorkerClientTest : public WorkerClientTest {
+ protected:
+  void TearDown() override {
+    WorkerClientTest::TearDown();
+    unsetenv("FAKE_LOG");
+  }
+  // The fake stands in for the interpreter: started as `fake -m kernelpro_torch.worker`.
+  WorkerOptions python_options() {
+    WorkerOptions o;
+    o.argv = {(testing::test_data_dir() / "fake_workers" / "fake_torch_worker.sh").string(), "-m", "kernelpro_torch.worker"};
+    o.env = {{"PYTHONPATH", "/src/python"}};
+    o.scratch_dir = dir_->path() / "scratch";
+    o.start_timeout_s = 10;
+    return o;
+  }
+  std::vector<nlohmann::json> logged() {
+    std::vector<nlohmann::json> out;
+    auto text = read_file((dir_->path() / "log").string());
+    if (text.ok())
+      for (const auto& l : split_lines(*text)) out.push_back(nlohmann::json::parse(l));
+    return out;
+  }
+};
+
+TEST_F(PythonWorkerClientTest, ArgvAndEnvironmentStartThePythonWorker) {
+  WorkerClient w(python_options());
+  auto dev = w.device();
+  ASSERT_TRUE(dev.ok()) << dev.error().message;
+  EXPECT_EQ(dev->name, "Fake H200");
+}
+
+TEST_F(PythonWorkerClientTest, WithoutItsEnvironmentTheWorkerRefusesAndThatIsUnavailable) {
+  WorkerOptions o = python_options();
+  o.env.clear();
+  unsetenv("PYTHONPATH");
+  WorkerClient w(o);
+  auto dev = w.device();
+  ASSERT_FALSE(dev.ok());
+  EXPECT_EQ(dev.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(dev.error().message.find("PYTHONPATH"), std::string::npos) << dev.error().message;
+}
+
+TEST_F(PythonWorkerClientTest, MissingInterpreterIsNotFoundNamingTheCommand) {
+  WorkerOptions o = python_options();
+  o.argv[0] = "kp-no-such-python3";
+  WorkerClient w(o);
+  auto dev = w.device();
+  ASSERT_FALSE(dev.ok());
+  EXPECT_EQ(dev.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(dev.error().message.find("kp-no-such-python3 -m kernelpro_torch.worker"), std::string::npos)
+      << dev.error().message;
+}
+
+TEST_F(PythonWorkerClientTest, KernelBenchEvalSendsTheExtraFilesOnlyWhenSet) {
+  setenv("FAKE_LOG", (dir_->path() / "log").c_str(), 1);
+  WorkerClient w(python_options());
+  task::Task t;
+  t.kind = task::TaskKind::kKernelBench;
+  t.name = "23_Softmax.py";
+  t.reference_path = "/suite/level1/23_Softmax.py";
+  t.level = 1;
+  t.problem_id = 23;
+  auto inline_form = w.evaluate(t, t.reference_path, "/c/cand.py", fast(), KernelBenchFiles{{}, {}, "/cache/torch_extensions"});
+  ASSERT_TRUE(inline_form.ok()) << inline_form.error().message;
+  EXPECT_EQ(inline_form->report.outcome, Outcome::kOk);
+  ASSERT_EQ(inline_form->report.kernels.size(), 1u);
+  auto prebuilt = w.evaluate(t, t.reference_path, "/c/cand.py", fast(), KernelBenchFiles{"/cache/x.so", "/c/cand.cu", {}});
+  ASSERT_TRUE(prebuilt.ok());
+  auto reqs = logged();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(reqs[0]["task"]["kind"], "kernelbench");
+  EXPECT_EQ(reqs[0]["reference"], "/suite/level1/23_Softmax.py");
+  EXPECT_EQ(reqs[0]["candidate"], "/c/cand.py");
+  EXPECT_EQ(reqs[0]["build_dir"], "/cache/torch_extensions");
+  EXPECT_FALSE(reqs[0].contains("library"));
+  EXPECT_EQ(reqs[1]["library"], "/cache/x.so");
+  EXPECT_EQ(reqs[1]["library_source"], "/c/cand.cu");
+  EXPECT_FALSE(reqs[1].contains("build_dir"));
+  EXPECT_EQ(reqs[1]["options"]["precision_policy"], "kernelbench");
+  EXPECT_NE(reqs[0]["id"], reqs[1]["id"]);
+}
+
+TEST_F(PythonWorkerClientTest, BaselineReturnsEachMode) {
+  setenv("FAKE_LOG", (dir_->path() / "log").c_str(), 1);
+  WorkerClient w(python_options());
+  auto b = w.baseline("/suite/level1/1_A.py", {"eager", "compile"}, 3, 50, 10);
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(b->reply.hardware, "Fake H200");
+  EXPECT_EQ(b->reply.torch_version, "2.11.0");
+  EXPECT_TRUE(b->reply.results.at("eager").ok);
+  EXPECT_DOUBLE_EQ(b->reply.results.at("compile").mean_ms, 1.0);
+  EXPECT_FALSE(b->worker_restarted);
+  auto reqs = logged();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0]["op"], "baseline");
+  EXPECT_EQ(reqs[0]["problem"], "/suite/level1/1_A.py");
+  EXPECT_EQ(reqs[0]["modes"], nlohmann::json::parse(R"(["eager","compile"])"));
+  EXPECT_EQ(reqs[0]["warmup"], 3);
+  EXPECT_EQ(reqs[0]["trials"], 50);
+}
+
+TEST_F(PythonWorkerClientTest, ACrashDuringABaselineFailsThatProblemAndTheNextGetsANewWorker) {
+  WorkerClient w(python_options());
+  auto b = w.baseline("/suite/level1/2_crash.py", {"eager", "compile"}, 5, 100, 10);
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_TRUE(b->worker_restarted);
+  for (const char* mode : {"eager", "compile"}) {
+    const auto& m = b->reply.results.at(mode);
+    EXPECT_FALSE(m.ok);
+    EXPECT_NE(m.error.find("SIGSEGV"), std::string::npos) << m.error;
+    EXPECT_NE(m.error.find("segfault in the problem"), std::string::npos) << "last stderr line: " << m.error;
+  }
+  auto next = w.baseline("/suite/level1/3_B.py", {"eager"}, 5, 100, 10);
+  ASSERT_TRUE(next.ok());
+  EXPECT_TRUE(next->reply.results.at("eager").ok);
+  EXPECT_EQ(starts(), 2);
+}
+
+TEST_F(PythonWorkerClientTest, AHangDuringABaselineIsAFailedProblem) {
+  WorkerClient w(python_options());
+  auto b = w.baseline("/suite/level1/4_hang.py", {"eager"}, 5, 100, 1);
+  ASSERT_TRUE(b.ok());
+  EXPECT_FALSE(b->reply.results.at("eager").ok);
+  EXPECT_NE(b->reply.results.at("eager").error.find("no result within 1 s"), std::string::npos)
+      << b->reply.results.at("eager").error;
+  EXPECT_TRUE(b->worker_restarted);
+}
+
+TEST_F(PythonWorkerClientTest, AModeTheWorkerDoesNotAnswerIsFailed) {
+  WorkerClient w(python_options());
+  auto b = w.baseline("/suite/level1/5_C.py", {"eager", "max-autotune"}, 5, 100, 10);
+  ASSERT_TRUE(b.ok());
+  EXPECT_TRUE(b->reply.results.at("eager").ok);
+  EXPECT_FALSE(b->reply.results.at("max-autotune").ok);
+  EXPECT_NE(b->reply.results.at("max-autotune").error.find("no result for mode max-autotune"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kp::eval

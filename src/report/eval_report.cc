@@ -50,11 +50,24 @@ json build_json(const build::BuildResult& b) {
 
 std::string format_eval_text(const task::Task& task, const eval::EvalResult& r) {
   std::string o;
-  o += fmt::format("task       {}  ({})\n", task.name, task.description);
-  o += fmt::format("candidate  {}\n", r.candidate.string());
+  const bool kb = task.kind == task::TaskKind::kKernelBench;
+  if (kb) {
+    std::string where = task.level > 0 ? fmt::format("KernelBench level {}, problem {}", task.level, task.problem_id)
+                                       : std::string("KernelBench problem");
+    o += fmt::format("problem    {}  ({}{})\n", task.name, where, task.description.empty() ? "" : ": " + task.description);
+    o += fmt::format("candidate  {}\n", r.candidate.string());
+    if (r.form == eval::CandidateForm::kPrebuilt)
+      o += fmt::format("form       prebuilt: {} built by kernelpro's nvcc, loaded by the .py\n", r.library_source.string());
+    else
+      o += "form       load_inline: the .py builds its own CUDA (torch.utils.cpp_extension)\n";
+  } else {
+    o += fmt::format("task       {}  ({})\n", task.name, task.description);
+    o += fmt::format("candidate  {}\n", r.candidate.string());
+  }
   if (r.device) o += fmt::format("device     {} (sm_{}{}, {} SMs)\n", r.device->name, r.device->cc_major, r.device->cc_minor, r.device->sm_count);
   o += fmt::format("verdict    {}\n", eval::to_string(r.outcome));
   if (!r.reason.empty()) o += fmt::format("reason     {}\n", r.reason);
+  if (!r.cheat.empty()) o += fmt::format("cheat      {}\n", r.cheat);
   if (r.candidate_build) {
     const auto& b = *r.candidate_build;
     o += fmt::format("\nbuild      {} in {}{}\n", b.ok ? "ok" : "failed", format_seconds(b.seconds), b.cache_hit ? " (cached)" : "");
@@ -77,14 +90,22 @@ std::string format_eval_text(const task::Task& task, const eval::EvalResult& r) 
       }
     }
     if (rep.timing && r.time.count > 0) {
+      std::string method = rep.timing->method == "graph" ? "CUDA-graph replay"
+                           : rep.timing->method != "events" ? rep.timing->method
+                           : (!kb || rep.timing->l2_flush_bytes > 0) ? "events, L2 flushed"
+                                                                     : "events";
       o += fmt::format("\ntime       {} median  (IQR {} .. {}, min {}, {} samples, {})\n", format_seconds(r.time.median),
                        format_seconds(r.time.q1), format_seconds(r.time.q3), format_seconds(r.time.min), r.time.count,
-                       rep.timing->method == "graph" ? "CUDA-graph replay" : "events, L2 flushed");
+                       method);
       if (r.reference_seconds > 0)
-        o += fmt::format("reference  {} median  -> speedup {:.2f}x\n", format_seconds(r.reference_seconds), r.speedup_vs_reference);
+        o += fmt::format("reference  {} median{}  -> speedup {:.2f}x\n", format_seconds(r.reference_seconds),
+                         kb ? " (the problem's Model, same run)" : "", r.speedup_vs_reference);
       if (task.ideal_bytes > 0) o += fmt::format("bandwidth  {:.1f} GB/s of ideal bytes ({})\n", r.achieved_bytes_per_s / 1e9, format_bytes(task.ideal_bytes));
       if (task.ideal_flops > 0) o += fmt::format("compute    {:.2f} TFLOP/s of ideal FLOPs\n", r.achieved_flops_per_s / 1e12);
     }
+    if (rep.physics_floor_s > 0)
+      o += fmt::format("floor      {} per call is the physics floor ({})\n", format_seconds(rep.physics_floor_s),
+                       rep.physics_floor_basis.empty() ? "basis not given" : rep.physics_floor_basis);
     if (rep.energy) {
       const auto& e = *rep.energy;
       if (e.measured)
@@ -93,6 +114,10 @@ std::string format_eval_text(const task::Task& task, const eval::EvalResult& r) 
                          format_seconds(e.window_s), e.sm_clock_mhz, e.temperature_c);
       else
         o += fmt::format("energy     not measured: {}\n", e.unavailable_reason);
+    }
+    if (!rep.kernels.empty()) {
+      o += fmt::format("kernels    {} launched per call (traced)\n", rep.kernels.size());
+      for (const auto& k : rep.kernels) o += fmt::format("  {}\n", short_kernel_name(k));
     }
   }
   if (!r.candidate_stdout.empty()) o += "\ncandidate stdout:\n" + r.candidate_stdout;
@@ -104,13 +129,26 @@ std::string format_eval_text(const task::Task& task, const eval::EvalResult& r) 
 
 json eval_to_json(const task::Task& task, const eval::EvalResult& r) {
   json j = {{"task", task.name},
+            {"kind", task::to_string(task.kind)},
             {"candidate", r.candidate.string()},
             {"outcome", eval::to_string(r.outcome)},
             {"reason", r.reason},
+            {"cheat", r.cheat},
             {"candidate_stdout", r.candidate_stdout},
             {"candidate_stderr", r.candidate_stderr},
             {"seconds", {{"total", r.total_seconds}, {"build", r.build_seconds}, {"worker_start", r.worker_start_seconds},
                          {"evaluation", r.worker_seconds}}}};
+  if (task.kind == task::TaskKind::kKernelBench) {
+    j["problem"] = {{"name", task.name},   {"path", task.reference_path.string()}, {"level", task.level},
+                    {"problem_id", task.problem_id}, {"description", task.description}};
+    j["candidate_form"] = eval::to_string(r.form);
+    if (!r.library_source.empty()) j["library_source"] = r.library_source.string();
+  }
+  if (r.report) {
+    j["physics_floor_s"] = r.report->physics_floor_s;
+    j["physics_floor_basis"] = r.report->physics_floor_basis;
+    j["kernels"] = r.report->kernels;
+  }
   if (r.device) j["device"] = eval::to_json(*r.device);
   if (r.candidate_build) j["build"] = build_json(*r.candidate_build);
   if (r.reference_build) j["reference_build"] = build_json(*r.reference_build);

@@ -1,6 +1,6 @@
 // The task model: what a kernel must compute, on which tensors, to what tolerance, and its
-// ideal cost. Loaders (native_task_loader.h; KernelBench later) produce it; nothing below the
-// loaders reads task files.
+// ideal cost. Loaders (native_task_loader.h, kernelbench_loader.h) produce it; nothing below
+// the loaders reads task files.
 #pragma once
 
 #include <cstdint>
@@ -56,13 +56,18 @@ Tolerance default_tolerance(DType dtype);
 enum class TaskKind { kNative, kKernelBench };
 const char* to_string(TaskKind kind);
 
+// A KernelBench task is a problem file (a .py with Model, get_inputs, get_init_inputs) that the
+// Python worker imports: it has no tensor specs, scalars, tolerance or ideal cost here (all
+// empty or 0); name, category, dir, reference_path, level and problem_id are set.
 struct Task {
   TaskKind kind = TaskKind::kNative;
-  std::string name;
+  std::string name;                       // native: task.toml's name; KernelBench: "23_Softmax.py"
   std::string description;
-  std::string category;
+  std::string category;                   // KernelBench: "level1".. when the folder is levelN
   std::filesystem::path dir;              // the task folder (absolute)
-  std::filesystem::path reference_path;   // reference.cu
+  std::filesystem::path reference_path;   // native: reference.cu; KernelBench: the problem .py
+  int level = 0;                          // KernelBench: N of the levelN folder; 0 otherwise
+  int problem_id = 0;                     // KernelBench: the number before the first '_'; 0 otherwise
   std::optional<std::filesystem::path> seed_path;
   SymbolTable symbols;
   std::vector<TensorSpec> inputs;

@@ -27,11 +27,12 @@ class CliE2e : public ::testing::Test {
     ASSERT_TRUE(d.ok());
     dir_ = std::make_unique<sys::TempDir>(std::move(*d));
   }
-  CliRun kernelpro(std::vector<std::string> args) {
+  CliRun kernelpro(std::vector<std::string> args, std::vector<std::pair<std::string, std::string>> env = {}) {
     sys::Command c;
     c.argv = {testing::kernelpro_binary().string()};
     c.argv.insert(c.argv.end(), args.begin(), args.end());
     c.env_set = {{"XDG_CACHE_HOME", (dir_->path() / "cache").string()}};
+    c.env_set.insert(c.env_set.end(), env.begin(), env.end());
     c.timeout = std::chrono::milliseconds(600000);
     auto r = sys::run(c);
     EXPECT_TRUE(r.ok()) << r.error().message;
@@ -171,6 +172,301 @@ TEST_F(CliE2e, OnAGpuAWrongCandidateExitsOneWithTheReason) {
   CliRun r = kernelpro({"eval", (testing::examples_dir() / "gelu").string(), bad("wrong_values").string(), "--no-energy"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("incorrect"), std::string::npos) << r.out;
+}
+
+// KernelBench problems and `kernelpro baseline`, against tests/data/fake_workers/fake_torch_worker.sh
+// passed as --python (it stands in for `python -m kernelpro_torch.worker`).
+class KernelBenchE2e : public CliE2e {
+ protected:
+  static constexpr const char* kProblem =
+      "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n        return x * 2\n\n"
+      "def get_inputs():\n    return [torch.randn(8)]\n\ndef get_init_inputs():\n    return []\n";
+  fs::path write(const std::string& rel, const std::string& text) {
+    fs::path p = dir_->path() / rel;
+    fs::create_directories(p.parent_path());
+    EXPECT_TRUE(write_file(p.string(), text).ok());
+    return p;
+  }
+  std::string fake() { return (testing::test_data_dir() / "fake_workers" / "fake_torch_worker.sh").string(); }
+  fs::path log_path() { return dir_->path() / "worker_requests.log"; }
+  std::vector<nlohmann::json> requests() {
+    std::vector<nlohmann::json> out;
+    auto text = read_file(log_path().string());
+    if (text.ok())
+      for (const auto& l : split_lines(*text)) out.push_back(nlohmann::json::parse(l));
+    return out;
+  }
+  CliRun run(std::vector<std::string> args, std::vector<std::pair<std::string, std::string>> env = {}) {
+    env.push_back({"FAKE_LOG", log_path().string()});
+    return kernelpro(std::move(args), std::move(env));
+  }
+  nlohmann::json read_json(const fs::path& p) {
+    auto text = read_file(p.string());
+    EXPECT_TRUE(text.ok()) << p;
+    return text.ok() ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+  }
+};
+
+TEST_F(KernelBenchE2e, EvalWithoutACandidateIsBadInputThatSaysWhatToPass) {
+  fs::path p = write("level1/1_Double.py", kProblem);
+  CliRun r = run({"eval", p.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("CANDIDATE.py"), std::string::npos) << r.err;
+}
+
+TEST_F(KernelBenchE2e, ProblemWithoutGetInputsIsBadInputNamingIt) {
+  fs::path p = write("level1/1_Double.py", "class Model:\n    pass\ndef get_init_inputs():\n    return []\n");
+  fs::path c = write("cand.py", "class ModelNew: pass\n");
+  CliRun r = run({"eval", p.string(), c.string(), "--python", fake()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("get_inputs"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("get_init_inputs"), std::string::npos) << r.err;
+}
+
+TEST_F(KernelBenchE2e, MissingCandidateIsBadInputNamingIt) {
+  fs::path p = write("level1/1_Double.py", kProblem);
+  CliRun r = run({"eval", p.string(), "/nonexistent/cand.py", "--python", fake()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent/cand.py"), std::string::npos) << r.err;
+}
+
+TEST_F(KernelBenchE2e, CuFlagOnANativeTaskIsBadInput) {
+  CliRun r = run({"eval", (testing::examples_dir() / "gelu").string(), "--cu", "x.cu"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--cu applies to KernelBench"), std::string::npos) << r.err;
+}
+
+TEST_F(KernelBenchE2e, UnknownPrecisionPolicyIsAUsageError) {
+  fs::path p = write("level1/1_Double.py", kProblem);
+  CliRun r = run({"eval", p.string(), p.string(), "--precision-policy", "fp16"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
+TEST_F(KernelBenchE2e, LoadInlineCandidateIsEvaluatedByThePythonWorker) {
+  fs::path p = write("level1/1_Double.py", kProblem);
+  fs::path c = write("cands/double.py", "class ModelNew: pass\n");
+  CliRun r = run({"eval", p.string(), c.string(), "--python", fake(), "--json", "--precision-policy", "fp64",
+                  "--strict-kernels"});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["kind"], "kernelbench");
+  EXPECT_EQ(j["candidate_form"], "load_inline");
+  EXPECT_EQ(j["problem"]["level"], 1);
+  EXPECT_DOUBLE_EQ(j["speedup_vs_reference"].get<double>(), 2.0);
+  EXPECT_EQ(j["kernels"].size(), 1u);
+  auto reqs = requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0]["task"]["kind"], "kernelbench");
+  EXPECT_EQ(reqs[0]["task"]["problem_id"], 1);
+  EXPECT_EQ(reqs[0]["reference"], p.string());
+  EXPECT_EQ(reqs[0]["candidate"], c.string());
+  EXPECT_EQ(reqs[0]["build_dir"], (dir_->path() / "cache" / "kernelpro" / "build" / "torch_extensions").string());
+  EXPECT_FALSE(reqs[0].contains("library"));
+  EXPECT_EQ(reqs[0]["options"]["precision_policy"], "fp64");
+  EXPECT_EQ(reqs[0]["options"]["strict_kernels"], true);
+
+  CliRun text = run({"eval", p.string(), c.string(), "--python", fake()});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("problem    1_Double.py  (KernelBench level 1, problem 1)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("speedup 2.00x"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("physics floor"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("softmax_kernel"), std::string::npos) << text.out;
+}
+
+TEST_F(KernelBenchE2e, WithoutGpuOrTorchEvalIsNotRun) {
+  fs::path p = write("level1/1_Double.py", kProblem);
+  fs::path c = write("double.py", "class ModelNew: pass\n");
+  CliRun r = run({"eval", p.string(), c.string(), "--python", fake()}, {{"FAKE_MODE", "no_gpu"}});
+  EXPECT_EQ(r.exit_code, 3) << r.err << r.out;
+  EXPECT_NE(r.out.find("not_run"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fake machine without a GPU"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("PyTorch"), std::string::npos) << r.out;
+}
+
+TEST_F(KernelBenchE2e, PythonFromTheEnvironment) {
+  fs::path p = write("level1/1_Double.py", kProblem);
+  fs::path c = write("double.py", "class ModelNew: pass\n");
+  CliRun r = run({"eval", p.string(), c.string()}, {{"KERNELPRO_PYTHON", fake()}});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(requests().size(), 1u);
+}
+
+TEST_F(KernelBenchE2e, ACuBesideTheCandidateIsBuiltAndPassedAsALibrary) {
+  if (auto why = testing::nvcc_missing()) GTEST_SKIP() << *why;
+  fs::path p = write("level1/1_Double.py", kProblem);
+  fs::path c = write("cands/double.py", "class ModelNew: pass\n");
+  fs::path cu = write("cands/double.cu",
+                      "__global__ void double_kernel(const float* x, float* y, int n) {\n"
+                      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = 2 * x[i];\n}\n"
+                      "extern \"C\" void launch_double(const float* x, float* y, int n) {\n"
+                      "  double_kernel<<<(n + 255) / 256, 256>>>(x, y, n);\n}\n");
+  CliRun r = run({"eval", p.string(), c.string(), "--python", fake(), "--json", "--arch", "sm_90a"});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["candidate_form"], "prebuilt");
+  EXPECT_EQ(j["library_source"], cu.string());
+  EXPECT_EQ(j["build"]["ok"], true);
+  EXPECT_GT(j["seconds"]["build"].get<double>(), 0);
+  auto reqs = requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0]["library_source"], cu.string());
+  EXPECT_EQ(reqs[0]["library"], j["build"]["artifact"]);
+  EXPECT_FALSE(reqs[0].contains("build_dir"));
+
+  // --cu names another file; one that does not compile is the candidate's compile_error.
+  fs::path bad = write("other/broken.cu", "__global__ void k() { this is not C++ }\n");
+  CliRun b = run({"eval", p.string(), c.string(), "--cu", bad.string(), "--python", fake(), "--json", "--arch", "sm_90a"});
+  EXPECT_EQ(b.exit_code, 1) << b.err << b.out;
+  auto bj = nlohmann::json::parse(b.out, nullptr, false);
+  ASSERT_FALSE(bj.is_discarded()) << b.out;
+  EXPECT_EQ(bj["outcome"], "compile_error");
+  EXPECT_NE(bj["reason"].get<std::string>().find("broken.cu"), std::string::npos) << bj["reason"];
+  EXPECT_EQ(requests().size(), 1u) << "a candidate that does not compile never reaches the worker";
+
+  CliRun missing = run({"eval", p.string(), c.string(), "--cu", "/nonexistent/k.cu", "--python", fake()});
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_NE(missing.err.find("/nonexistent/k.cu"), std::string::npos) << missing.err;
+}
+
+class BaselineE2e : public KernelBenchE2e {
+ protected:
+  void SetUp() override {
+    KernelBenchE2e::SetUp();
+    suite_ = dir_->path() / "KernelBench";
+    write("KernelBench/level1/1_Square.py", kProblem);
+    write("KernelBench/level1/2_crash.py", kProblem);
+    write("KernelBench/level2/1_compile_fails.py", kProblem);
+    out_ = dir_->path() / "out";
+  }
+  std::vector<std::string> args(std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = {"baseline", "--suite", suite_.string(), "--out", out_.string(), "--python", fake(),
+                                  "--levels", "1,2", "--trials", "100"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  fs::path suite_, out_;
+};
+
+TEST_F(BaselineE2e, RecordsEveryProblemAFailureIsDataAndASecondRunResumes) {
+  CliRun r = run(args());
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  auto reqs = requests();
+  ASSERT_EQ(reqs.size(), 3u);
+  // Level by level, by problem id.
+  EXPECT_NE(reqs[0]["problem"].get<std::string>().find("level1/1_Square.py"), std::string::npos);
+  EXPECT_NE(reqs[1]["problem"].get<std::string>().find("level1/2_crash.py"), std::string::npos);
+  EXPECT_NE(reqs[2]["problem"].get<std::string>().find("level2/1_compile_fails.py"), std::string::npos);
+  EXPECT_EQ(reqs[0]["modes"], nlohmann::json::parse(R"(["eager","compile"])"));
+  EXPECT_EQ(reqs[0]["warmup"], 5);
+  EXPECT_EQ(reqs[0]["trials"], 100);
+  EXPECT_NE(r.out.find("level1/2_crash.py  eager FAILED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("worker restarted"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("level1: 1 measured, 1 failed; torch.compile beats eager on 1 of 1 (1 by >5%); geomean "
+                       "eager/compile 2.000x"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("level2: 0 measured, 1 failed"), std::string::npos) << r.out;
+
+  auto doc = read_json(out_ / "kernelpro_baseline.json");
+  EXPECT_EQ(doc["hardware"], "Fake H200");
+  EXPECT_EQ(doc["torch_version"], "2.11.0");
+  const auto& sq = doc["problems"]["level1"]["1_Square.py"];
+  EXPECT_EQ(sq["results"]["eager"]["ok"], true);
+  EXPECT_DOUBLE_EQ(sq["results"]["eager"]["mean_ms"].get<double>(), 2.00049);
+  EXPECT_DOUBLE_EQ(sq["results"]["eager"]["median_ms"].get<double>(), 2.0);
+  EXPECT_EQ(sq["results"]["compile"]["num_trials"], 100);
+  EXPECT_FALSE(sq["date"].get<std::string>().empty());
+  const auto& crash = doc["problems"]["level1"]["2_crash.py"];
+  EXPECT_EQ(crash["results"]["eager"]["ok"], false);
+  EXPECT_NE(crash["results"]["eager"]["error"].get<std::string>().find("SIGSEGV"), std::string::npos) << crash;
+  EXPECT_EQ(doc["problems"]["level2"]["1_compile_fails.py"]["results"]["compile"]["error"],
+            "torch._dynamo.exc.Unsupported: fake");
+
+  auto eager = read_json(out_ / "baseline_time_torch.json");
+  EXPECT_EQ(eager, nlohmann::json::parse(R"({
+    "level1": {"1_Square.py": {"mean": 2.0, "std": 0.0123, "min": 1.98, "max": 2.1, "num_trials": 100,
+                               "hardware": "Fake H200", "device": "cuda:0"}},
+    "level2": {"1_compile_fails.py": {"mean": 2.0, "std": 0.0123, "min": 1.98, "max": 2.1, "num_trials": 100,
+                                      "hardware": "Fake H200", "device": "cuda:0"}}})"))
+      << eager.dump(2);
+  auto compile = read_json(out_ / "baseline_time_torch_compile_inductor_default.json");
+  EXPECT_EQ(compile.size(), 1u) << compile.dump(2);
+  EXPECT_DOUBLE_EQ(compile["level1"]["1_Square.py"]["mean"].get<double>(), 1.0);
+
+  // Resume: everything is recorded (failures included), nothing is measured again.
+  CliRun again = run(args());
+  EXPECT_EQ(again.exit_code, 0) << again.err << again.out;
+  EXPECT_EQ(requests().size(), 3u) << again.out;
+  EXPECT_NE(again.out.find("3 already recorded"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("--retry-failed"), std::string::npos) << again.out;
+
+  // --retry-failed measures the failed modes again, and only those.
+  CliRun retry = run(args({"--retry-failed"}));
+  EXPECT_EQ(retry.exit_code, 0) << retry.err << retry.out;
+  reqs = requests();
+  ASSERT_EQ(reqs.size(), 5u);
+  EXPECT_NE(reqs[3]["problem"].get<std::string>().find("2_crash.py"), std::string::npos);
+  EXPECT_EQ(reqs[3]["modes"], nlohmann::json::parse(R"(["eager","compile"])"));
+  EXPECT_NE(reqs[4]["problem"].get<std::string>().find("1_compile_fails.py"), std::string::npos);
+  EXPECT_EQ(reqs[4]["modes"], nlohmann::json::parse(R"(["compile"])"));
+}
+
+TEST_F(BaselineE2e, TimeBudgetStopsAndPrintsTheCommandThatContinues) {
+  CliRun r = run(args({"--time-budget", "0.5"}), {{"FAKE_SLEEP", "1"}});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(requests().size(), 1u) << r.out;
+  EXPECT_NE(r.out.find("2 problem(s) remain"), std::string::npos) << r.out;
+  auto lines = split_lines(r.out);
+  std::string command;
+  for (size_t i = 0; i + 1 < lines.size(); ++i)
+    if (lines[i].find("Continue with:") != std::string::npos) command = std::string(trim(lines[i + 1]));
+  ASSERT_FALSE(command.empty()) << r.out;
+  EXPECT_NE(command.find("--out " + out_.string()), std::string::npos) << command;
+  sys::Command c;
+  c.argv = {"/bin/sh", "-c", command};
+  c.env_set = {{"FAKE_LOG", log_path().string()}};
+  auto cont = sys::run(c);
+  ASSERT_TRUE(cont.ok());
+  EXPECT_EQ(cont->exit_code, 0) << cont->stdout_text << cont->stderr_text;
+  EXPECT_EQ(requests().size(), 3u) << cont->stdout_text;
+  auto doc = read_json(out_ / "kernelpro_baseline.json");
+  EXPECT_EQ(doc["problems"]["level1"].size(), 2u);
+  EXPECT_EQ(doc["problems"]["level2"].size(), 1u);
+}
+
+TEST_F(BaselineE2e, OnlyPicksProblemsByName) {
+  CliRun r = run(args({"--only", "1_Square,1_compile_fails.py", "--modes", "eager"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  auto reqs = requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(reqs[0]["modes"], nlohmann::json::parse(R"(["eager"])"));
+  auto doc = read_json(out_ / "kernelpro_baseline.json");
+  EXPECT_FALSE(doc["problems"]["level1"]["1_Square.py"]["results"].contains("compile"));
+}
+
+TEST_F(BaselineE2e, WithoutGpuOrTorchExitsThree) {
+  CliRun r = run(args(), {{"FAKE_MODE", "no_gpu"}});
+  EXPECT_EQ(r.exit_code, 3) << r.err << r.out;
+  EXPECT_NE(r.err.find("fake machine without a GPU"), std::string::npos) << r.err;
+}
+
+TEST_F(BaselineE2e, MissingSuiteIsBadInput) {
+  CliRun r = run({"baseline", "--suite", "/nonexistent/KernelBench", "--out", out_.string(), "--python", fake()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent/KernelBench"), std::string::npos) << r.err;
+}
+
+TEST_F(BaselineE2e, AnotherGpusResultsAreNotMixed) {
+  fs::create_directories(out_);
+  ASSERT_TRUE(write_file((out_ / "kernelpro_baseline.json").string(),
+                         R"({"format":"kernelpro-baseline","version":1,"hardware":"NVIDIA A100","problems":{}})")
+                  .ok());
+  CliRun r = run(args());
+  EXPECT_EQ(r.exit_code, 2) << r.err << r.out;
+  EXPECT_NE(r.err.find("NVIDIA A100"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("another --out"), std::string::npos) << r.err;
 }
 
 }  // namespace
