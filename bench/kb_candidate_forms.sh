@@ -19,8 +19,10 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 s = j["seconds"]
 load = j.get("worker", {}).get("phase_seconds", {}).get("load", 0.0)
+phases = j.get("worker", {}).get("phase_seconds", {})
 print(f"{sys.argv[2]:7s} {sys.argv[3]:5s} outcome={j['outcome']:9s} build={s['build']:7.2f}s worker_load={load:7.2f}s "
-      f"total={s['total']:7.2f}s")
+      f"worker_start={s.get('worker_start', 0):6.2f}s total={s['total']:7.2f}s  phases: "
+      + " ".join(f"{k}={v:.2f}" for k, v in phases.items()))
 PY
 }
 run fast cold relu_fast.py

@@ -7,6 +7,9 @@ JSON reply per line on fd 4; stdout and stderr belong to the candidates. Request
   {"op":"baseline","id":N,"problem":P,"modes":[...],"warmup":5,"trials":100}
                      -> {"ok":true,"id":N,"hardware":...,"device":"cuda:0","torch_version":...,
                          "results":{"eager":{...},"compile":{...}},"exiting":B}
+  {"op":"prewarm","id":N,"problem":P}
+                     -> {"ok":B,"id":N,"seconds":S,"error":"...","exiting":B}  (torch.compile once, to
+                         warm inductor's on-disk caches for a later "baseline" in another process)
   {"op":"shutdown"}  -> exits 0
 "exiting": the CUDA context is lost; the worker exits right after the reply and the orchestrator
 starts a fresh one. `--stdio` serves stdin/stdout instead, for manual debugging.
@@ -108,8 +111,8 @@ def main(argv):
             else:
                 chan.reply({"ok": True, "device": dev.info(), "protocol": PROTOCOL, "torch_version": torch_version})
             continue
-        if op not in ("eval", "baseline"):
-            chan.reply({"ok": False, "error": f"unknown op \"{op}\" (hello, eval, baseline, shutdown)"})
+        if op not in ("eval", "baseline", "prewarm"):
+            chan.reply({"ok": False, "error": f"unknown op \"{op}\" (hello, eval, baseline, prewarm, shutdown)"})
             continue
         ensure_device()
         rid = req.get("id", 0)
@@ -125,6 +128,14 @@ def main(argv):
 
             report, exiting = evaluate.Evaluation(dev, req).run()
             chan.reply(_sanitize({"ok": True, "id": rid, "report": report, "exiting": exiting}))
+        elif op == "prewarm":
+            if not req.get("problem"):
+                chan.reply({"ok": False, "id": rid, "error": "prewarm request without \"problem\""})
+                continue
+            from . import baseline
+
+            seconds, error, exiting = baseline.prewarm(dev, req["problem"], req.get("precision", "fp32"))
+            chan.reply({"ok": not error, "id": rid, "seconds": seconds, "error": error, "exiting": exiting})
         else:
             if not req.get("problem"):
                 chan.reply({"ok": False, "id": rid, "error": "baseline request without \"problem\""})

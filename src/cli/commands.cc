@@ -290,6 +290,7 @@ int run_baseline(const BaselineFlags& flags) {
   o.timeout_s = flags.timeout_s;
   o.time_budget_s = flags.time_budget_s;
   o.retry_failed = flags.retry_failed ? driver::RetryFailed::kYes : driver::RetryFailed::kNo;
+  o.prewarm_jobs = flags.prewarm_jobs;
   o.worker = python_worker_options(resolve_python(flags.python), scratch->path());
   auto run = driver::run_baseline(o, [](const std::string& line) { std::cout << line << std::endl; });
   if (!run.ok()) return exit_for(run.error());
@@ -311,6 +312,10 @@ int run_baseline(const BaselineFlags& flags) {
                            std::to_string(flags.trials), "--timeout", fmt::format("{:g}", flags.timeout_s)});
     cmd.insert(cmd.end(), {"--time-budget", fmt::format("{:g}", *flags.time_budget_s)});
     if (flags.retry_failed) cmd.push_back("--retry-failed");
+    if (flags.prewarm_jobs > 0) {
+      cmd.push_back("--prewarm-jobs");
+      cmd.push_back(std::to_string(flags.prewarm_jobs));
+    }
     if (!flags.python.empty()) cmd.insert(cmd.end(), {"--python", flags.python});
     std::vector<std::string> quoted;
     for (const auto& w : cmd) quoted.push_back(shell_quote(w));

@@ -37,6 +37,7 @@ struct BaselineFlags {
   double timeout_s = 900;
   std::optional<double> time_budget_s;
   bool retry_failed = false;
+  int prewarm_jobs = 0;
   bool keep_scratch = false;
 };
 

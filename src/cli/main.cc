@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   baseline->add_option("--trials", baseline_flags.trials, "timed calls per mode")->default_val(100)->check(CLI::PositiveNumber);
   baseline->add_option("--timeout", baseline_flags.timeout_s, "seconds per problem before the worker is killed and the problem recorded as failed")->default_val(900)->check(CLI::PositiveNumber);
   baseline->add_option("--time-budget", baseline_flags.time_budget_s, "start no new problem after this many seconds; the same command continues")->check(CLI::PositiveNumber);
+  baseline->add_option("--prewarm-jobs", baseline_flags.prewarm_jobs, "extra workers that run torch.compile on the remaining problems in parallel before timing (warms inductor's caches; 0: off)")->default_val(0)->check(CLI::NonNegativeNumber);
   baseline->add_flag("--retry-failed", baseline_flags.retry_failed, "measure again the problems whose measurement failed");
   baseline->add_option("--python", baseline_flags.python, "Python with PyTorch for the worker (default: $KERNELPRO_PYTHON, else python3)");
   baseline->add_flag("--keep-scratch", baseline_flags.keep_scratch, "keep the worker's scratch directory (logs)");

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <atomic>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -333,6 +335,41 @@ Result<BaselineRun> run_baseline(const BaselineOptions& o, const std::function<v
                            ? fmt::format(" ({} of them failed: --retry-failed measures those again)", failed_recorded)
                            : std::string(),
                        todo.size()));
+
+  if (o.prewarm_jobs > 0) {
+    std::vector<const SuiteProblem*> warm;
+    for (const auto& t : todo)
+      if (std::find(t.modes.begin(), t.modes.end(), "compile") != t.modes.end()) warm.push_back(t.problem);
+    if (!warm.empty()) {
+      auto tw = Clock::now();
+      double stop_after = o.time_budget_s ? *o.time_budget_s / 2 : 1e300;
+      std::atomic<size_t> next{0};
+      std::atomic<int> ok{0}, failed{0};
+      std::vector<std::thread> pool;
+      int jobs = std::min<int>(o.prewarm_jobs, static_cast<int>(warm.size()));
+      for (int j = 0; j < jobs; ++j) {
+        pool.emplace_back([&, j] {
+          eval::WorkerOptions wo = o.worker;
+          wo.scratch_dir = o.worker.scratch_dir / fmt::format("prewarm-{}", j);
+          eval::WorkerClient client(wo);
+          for (size_t k = next++; k < warm.size() && since(t0) < stop_after; k = next++) {
+            auto r = client.prewarm(warm[k]->path, o.timeout_s);
+            if (!r.ok()) break;  // no worker can run: the timing pass will say why
+            (r->ok ? ok : failed)++;
+          }
+          client.stop();
+        });
+      }
+      for (auto& t : pool) t.join();
+      run.prewarmed = ok;
+      run.prewarm_failed = failed;
+      run.prewarm_s = since(tw);
+      progress(fmt::format("prewarmed torch.compile for {} of {} problem(s) with {} worker(s) in {}{}", run.prewarmed,
+                           warm.size(), jobs, format_seconds(run.prewarm_s),
+                           run.prewarm_failed ? fmt::format(" ({} failed; they are measured anyway)", run.prewarm_failed)
+                                              : std::string()));
+    }
+  }
 
   for (size_t i = 0; i < todo.size(); ++i) {
     const SuiteProblem& p = *todo[i].problem;

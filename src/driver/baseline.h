@@ -126,6 +126,11 @@ struct BaselineOptions {
   double timeout_s = 900;               // per problem; past it the worker is killed, the problem failed
   std::optional<double> time_budget_s;  // no new problem starts after this many seconds
   RetryFailed retry_failed = RetryFailed::kNo;
+  // Before timing, this many extra Python workers compile the problems still to measure with
+  // torch.compile in parallel (nothing is timed meanwhile), so that inductor's on-disk caches
+  // are warm and the serial timing pass does not wait for compilation. 0: off. The prewarm
+  // phase stops taking new problems after half the time budget.
+  int prewarm_jobs = 0;
   eval::WorkerOptions worker;  // the Python worker
 };
 
@@ -136,6 +141,8 @@ struct BaselineRun {
   int attempted = 0;              // problems sent to the worker in this run
   int failed = 0;                 // of attempted, with at least one failed mode
   int remaining = 0;              // not attempted because the time budget was spent
+  int prewarmed = 0, prewarm_failed = 0;  // torch.compile warm-ups done before timing
+  double prewarm_s = 0;
   bool budget_spent = false;
   std::vector<LevelSummary> summary;  // of the whole document after the run
 };

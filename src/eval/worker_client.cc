@@ -240,6 +240,28 @@ Result<WorkerBaseline> WorkerClient::baseline(const fs::path& problem, const std
   return b;
 }
 
+Result<WorkerPrewarm> WorkerClient::prewarm(const fs::path& problem, double timeout_s) {
+  KP_TRY(DeviceInfo dev, device());
+  (void)dev;
+  json req = {{"op", "prewarm"}, {"id", next_id_++}, {"problem", fs::absolute(problem).string()}};
+  WorkerPrewarm w;
+  Exchange x = exchange(req, timeout_s);
+  switch (x.failure) {
+    case Exchange::Failure::kGone: w.error = fmt::format("the worker was gone ({})", x.detail); break;
+    case Exchange::Failure::kTimedOut: w.error = fmt::format("no reply within {:.0f} s; the worker was killed", timeout_s); break;
+    case Exchange::Failure::kDied: w.error = fmt::format("the worker died: {}", x.detail); break;
+    case Exchange::Failure::kNotJson: w.error = fmt::format("the worker broke the protocol: {}", x.detail); break;
+    case Exchange::Failure::kNone:
+      w.ok = x.reply.value("ok", false);
+      w.seconds = x.reply.value("seconds", 0.0);
+      w.error = x.reply.value("error", std::string());
+      if (!w.ok && w.error.empty()) w.error = "the worker answered ok:false without a reason";
+      drop_if_exiting(x.reply);
+      break;
+  }
+  return w;
+}
+
 void WorkerClient::stop() {
   if (!process_) return;
   if (process_->running()) {

@@ -61,6 +61,13 @@ struct WorkerBaseline {
   bool worker_restarted = false;  // the worker died or was killed during this request
 };
 
+// One torch.compile warm-up of a problem (the Python worker's "prewarm" request).
+struct WorkerPrewarm {
+  bool ok = false;
+  double seconds = 0;   // the worker's own time for it
+  std::string error;    // why not, when !ok (PyTorch's error, a crash, a hang)
+};
+
 class WorkerClient {
  public:
   explicit WorkerClient(WorkerOptions options);
@@ -87,6 +94,11 @@ class WorkerClient {
   // with that error and keeps the worker. Error only when no worker can run (as device()).
   Result<WorkerBaseline> baseline(const std::filesystem::path& problem, const std::vector<std::string>& modes,
                                   int warmup, int trials, double timeout_s);
+
+  // Compiles one problem's Model with torch.compile and runs it once, so that inductor's on-disk
+  // caches are warm when another worker times it. A failure of any kind is !ok with the reason
+  // (a crash or a hang past timeout_s also drops the worker); Error only when no worker can run.
+  Result<WorkerPrewarm> prewarm(const std::filesystem::path& problem, double timeout_s);
 
   // Stops the worker (shutdown request, then kill after a grace period).
   void stop();

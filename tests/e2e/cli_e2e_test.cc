@@ -1,6 +1,8 @@
 // e2e tier: drives the real kernelpro binary as a user does, checking exit codes, messages and
 // JSON. GPU cases skip without a GPU; the others run everywhere nvcc is.
+#include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -434,6 +436,28 @@ TEST_F(BaselineE2e, TimeBudgetStopsAndPrintsTheCommandThatContinues) {
   auto doc = read_json(out_ / "kernelpro_baseline.json");
   EXPECT_EQ(doc["problems"]["level1"].size(), 2u);
   EXPECT_EQ(doc["problems"]["level2"].size(), 1u);
+}
+
+TEST_F(BaselineE2e, PrewarmCompilesEveryProblemInParallelWorkersBeforeTiming) {
+  CliRun r = run(args({"--prewarm-jobs", "2"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  std::vector<std::string> ops;
+  std::set<std::string> warmed;
+  for (const auto& q : requests()) {
+    ops.push_back(q["op"].get<std::string>());
+    if (q["op"] == "prewarm") warmed.insert(fs::path(q["problem"].get<std::string>()).filename().string());
+  }
+  // All three problems are warmed (one crashes its prewarm worker, one fails to compile), and
+  // every warm-up comes before the first timed request.
+  EXPECT_EQ(warmed, (std::set<std::string>{"1_Square.py", "2_crash.py", "1_compile_fails.py"}));
+  auto first_baseline = std::find(ops.begin(), ops.end(), "baseline");
+  ASSERT_NE(first_baseline, ops.end());
+  EXPECT_EQ(std::count(first_baseline, ops.end(), "prewarm"), 0);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "baseline"), 3);
+  EXPECT_NE(r.out.find("prewarmed torch.compile for 1 of 3 problem(s) with 2 worker(s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 failed; they are measured anyway"), std::string::npos) << r.out;
+  auto doc = read_json(out_ / "kernelpro_baseline.json");
+  EXPECT_TRUE(doc["problems"]["level1"]["1_Square.py"]["results"]["compile"]["ok"].get<bool>());
 }
 
 TEST_F(BaselineE2e, OnlyPicksProblemsByName) {

@@ -10,6 +10,8 @@
 #             gets eager ok and compile ok:false; any other gets both modes ok (eager 2 ms,
 #             compile 1 ms). Every baseline request appends its line to $FAKE_LOG and first
 #             sleeps $FAKE_SLEEP seconds when that is set.
+#   prewarm   logged to $FAKE_LOG; "crash" kills the worker, "compile_fails" answers ok:false,
+#             any other ok
 #   eval      an ok report with timing, a traced kernel and a physics floor; the request line
 #             is appended to $FAKE_LOG.
 [ -n "${FAKE_STARTS:-}" ] && echo start >> "$FAKE_STARTS"
@@ -40,6 +42,13 @@ while read -r line <&3; do
           echo '{'"$head"',"results":{'"$eager"',"compile":{"ok":false,"error":"torch._dynamo.exc.Unsupported: fake"}}}' >&4 ;;
         *)
           echo '{'"$head"',"results":{'"$eager"',"compile":{"ok":true,"mean_ms":1.0,"std_ms":0.01,"min_ms":0.99,"max_ms":1.1,"median_ms":1.0,"num_trials":100,"warmup_s":12.5}}}' >&4 ;;
+      esac ;;
+    *'"op":"prewarm"'*)
+      [ -n "${FAKE_LOG:-}" ] && printf '%s\n' "$line" >> "$FAKE_LOG"
+      case "$line" in
+        *crash*) kill -SEGV $$ ;;
+        *compile_fails*) echo '{"ok":false,"id":'"$id"',"seconds":0.1,"error":"torch._dynamo.exc.Unsupported: fake","exiting":false}' >&4 ;;
+        *) echo '{"ok":true,"id":'"$id"',"seconds":3.5,"error":"","exiting":false}' >&4 ;;
       esac ;;
     *'"op":"eval"'*)
       [ -n "${FAKE_LOG:-}" ] && printf '%s\n' "$line" >> "$FAKE_LOG"
