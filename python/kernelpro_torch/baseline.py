@@ -22,6 +22,16 @@ def _stats(samples_s, warmup_s):
             "warmup_s": warmup_s}
 
 
+def _release():
+    """Frees what one problem left behind: compiled graphs and cached device memory."""
+    gc.collect()
+    try:
+        torch._dynamo.reset()
+        torch.cuda.empty_cache()
+    except Exception:
+        pass
+
+
 def time_problem(dev, path, modes, warmup=5, trials=100, precision="fp32"):
     """{mode: stats or {"ok": False, "error": ...}}; the bool says whether the CUDA context is lost."""
     dtype = pb.PRECISIONS.get(precision, torch.float32)
@@ -65,12 +75,7 @@ def time_problem(dev, path, modes, warmup=5, trials=100, precision="fp32"):
             results[mode] = {"ok": False, "error": f"{type(e).__name__}: {str(e)[:2000]}"}
         finally:
             del model, sets
-            gc.collect()
-            try:
-                torch._dynamo.reset()
-                torch.cuda.empty_cache()
-            except Exception:
-                pass
+            _release()
     return results, lost
 
 
@@ -97,9 +102,4 @@ def prewarm(dev, path, precision="fp32"):
         return ev._perf() - t0, f"{type(e).__name__}: {str(e)[:2000]}", ev.context_lost()
     finally:
         del model, xs
-        gc.collect()
-        try:
-            torch._dynamo.reset()
-            torch.cuda.empty_cache()
-        except Exception:
-            pass
+        _release()

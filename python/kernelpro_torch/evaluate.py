@@ -496,12 +496,7 @@ class Evaluation:
             cand = pb.Candidate(self.candidate_path, self.build_dir)
         except pb.CandidateLoadError as e:
             raise Stop(e.outcome, str(e), cheat=e.cheat)
-        found = guard.check()
-        if found:
-            raise Stop("rejected", found[1], cheat=found[0])
-        if prob.rebound_constants():
-            raise Stop("rejected", f"the candidate changed the problem's constants {prob.rebound_constants()}",
-                       cheat="constant_rebinding")
+        _check_untouched(guard, prob)
         try:
             self._m_new = prob.build(cand.ModelNew, init, device, self.dtype)
         except Exception as e:
@@ -574,12 +569,7 @@ class Evaluation:
             previous = _fingerprint(out)
             self.report["trials_run"] = t + 1
             del out, want, pristine, xs
-        found = guard.check()
-        if found:
-            raise Stop("rejected", found[1], cheat=found[0])
-        if prob.rebound_constants():
-            raise Stop("rejected", f"the candidate changed the problem's constants {prob.rebound_constants()}",
-                       cheat="constant_rebinding")
+        _check_untouched(guard, prob)
         end("correctness")
 
         # Timing sets, each with its reference output, as many as fit in a quarter of free memory.
@@ -771,6 +761,16 @@ class Evaluation:
                                    f"{floor * 1e6:.1f} us ({self.report['physics_floor_basis']}): no kernel reads its "
                                    "inputs and writes its outputs that fast; the timing is not of the real work",
                        cheat="physics_floor")
+
+
+def _check_untouched(guard, prob):
+    """Stops when the candidate patched PyTorch or the timer, or changed the problem's constants."""
+    found = guard.check()
+    if found:
+        raise Stop("rejected", found[1], cheat=found[0])
+    if prob.rebound_constants():
+        raise Stop("rejected", f"the candidate changed the problem's constants {prob.rebound_constants()}",
+                   cheat="constant_rebinding")
 
 
 def remember(returned, outs):

@@ -57,6 +57,16 @@ build::BuildOptions build_options(const CommonFlags& c) {
   return b;
 }
 
+// A scratch directory for workers; kept (and named on stderr) when asked.
+Result<sys::TempDir> make_scratch(const char* prefix, bool keep) {
+  KP_TRY(sys::TempDir dir, sys::TempDir::create(prefix));
+  if (keep) {
+    dir.keep();
+    std::fprintf(stderr, "kernelpro: scratch directory %s\n", dir.path().c_str());
+  }
+  return dir;
+}
+
 Result<fs::path> candidate_path(const task::Task& t, const std::string& given) {
   if (!given.empty()) return fs::path(given);
   if (t.seed_path) return *t.seed_path;
@@ -102,12 +112,8 @@ int run_kernelbench_eval(const EvalFlags& flags, const CommonFlags& common) {
                                fmt::format("{} is a KernelBench problem: name the candidate to evaluate, a .py defining "
                                            "ModelNew: kernelpro eval {} CANDIDATE.py [--cu CANDIDATE.cu]",
                                            flags.task, flags.task)));
-  auto scratch = sys::TempDir::create("kernelpro-eval-");
+  auto scratch = make_scratch("kernelpro-eval-", common.keep_scratch);
   if (!scratch.ok()) return exit_for(scratch.error());
-  if (common.keep_scratch) {
-    scratch->keep();
-    std::fprintf(stderr, "kernelpro: scratch directory %s\n", scratch->path().c_str());
-  }
   std::string python = resolve_python(flags.python);
   eval::EvaluatorOptions o;
   o.build = build_options(common);
@@ -149,12 +155,8 @@ int run_eval(const EvalFlags& flags, const CommonFlags& common) {
   if (!task.ok()) return exit_for(task.error());
   auto cand = candidate_path(*task, flags.candidate);
   if (!cand.ok()) return exit_for(cand.error());
-  auto scratch = sys::TempDir::create("kernelpro-eval-");
+  auto scratch = make_scratch("kernelpro-eval-", common.keep_scratch);
   if (!scratch.ok()) return exit_for(scratch.error());
-  if (common.keep_scratch) {
-    scratch->keep();
-    std::fprintf(stderr, "kernelpro: scratch directory %s\n", scratch->path().c_str());
-  }
   eval::EvaluatorOptions o;
   o.build = build_options(common);
   o.eval = flags.options;
@@ -272,12 +274,8 @@ int run_doctor(const CommonFlags& common) {
 }
 
 int run_baseline(const BaselineFlags& flags) {
-  auto scratch = sys::TempDir::create("kernelpro-baseline-");
+  auto scratch = make_scratch("kernelpro-baseline-", flags.keep_scratch);
   if (!scratch.ok()) return exit_for(scratch.error());
-  if (flags.keep_scratch) {
-    scratch->keep();
-    std::fprintf(stderr, "kernelpro: scratch directory %s\n", scratch->path().c_str());
-  }
   driver::BaselineOptions o;
   o.suite_dir = flags.suite;
   o.out_dir = flags.out;

@@ -233,21 +233,9 @@ TEST_F(AntiCheatRules, TheFloorRejectsAMedianBelowIt) {
   EXPECT_GT(r.report->physics_floor_s, 1e-3);
 }
 
-// A copy of examples/gelu with N = 4096: a call of a few microseconds, timed by graph replay.
-fs::path tiny_gelu(const fs::path& dir) {
-  fs::create_directories(dir);
-  fs::path from = testing::examples_dir() / "gelu";
-  std::string toml = read_file((from / "task.toml").string()).value();
-  size_t pos = toml.find("N = 67108864");
-  EXPECT_NE(pos, std::string::npos);
-  toml.replace(pos, std::string("N = 67108864").size(), "N = 4096");
-  EXPECT_TRUE(write_file((dir / "task.toml").string(), toml).ok());
-  fs::copy_file(from / "reference.cu", dir / "reference.cu", fs::copy_options::overwrite_existing);
-  return dir;
-}
 
 TEST_F(AntiCheatRules, UnderGraphReplayTheBytesInL2AreNotHeldToTheFloorAndBatchingIsStillCaught) {
-  task::Task task = AntiCheatGpu::load(tiny_gelu(AntiCheatGpu::scratch_->path() / "tiny_gelu"));
+  task::Task task = AntiCheatGpu::load(testing::tiny_gelu(AntiCheatGpu::scratch_->path() / "tiny_gelu"));
   EvalResult honest = AntiCheatGpu::run(*AntiCheatGpu::evaluator_, task, testing::examples_dir() / "gelu" / "seed.cu");
   EXPECT_EQ(honest.outcome, Outcome::kOk) << honest.reason;
   ASSERT_TRUE(honest.report && honest.report->timing);

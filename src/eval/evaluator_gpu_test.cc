@@ -157,21 +157,9 @@ TEST_F(EvaluatorGpu, EveryDtypeIsGeneratedPoisonedAndChecked) {
   EXPECT_NE(bad->reason.find("output 'z'"), std::string::npos) << bad->reason;
 }
 
-// A copy of examples/gelu with N small enough (4096) that one call takes a few microseconds.
-fs::path tiny_gelu(const fs::path& dir) {
-  fs::create_directories(dir);
-  fs::path from = testing::examples_dir() / "gelu";
-  std::string toml = read_file((from / "task.toml").string()).value();
-  size_t pos = toml.find("N = 67108864");
-  EXPECT_NE(pos, std::string::npos);
-  toml.replace(pos, std::string("N = 67108864").size(), "N = 4096");
-  EXPECT_TRUE(write_file((dir / "task.toml").string(), toml).ok());
-  fs::copy_file(from / "reference.cu", dir / "reference.cu", fs::copy_options::overwrite_existing);
-  return dir;
-}
 
 TEST_F(EvaluatorGpu, MicrosecondKernelsAreTimedByGraphReplay) {
-  auto task = task::load_native_task(tiny_gelu(scratch_->path() / "tiny_gelu"));
+  auto task = task::load_native_task(testing::tiny_gelu(scratch_->path() / "tiny_gelu"));
   ASSERT_TRUE(task.ok()) << task.error().message;
   auto r = evaluator_->evaluate(*task, testing::examples_dir() / "gelu" / "seed.cu");
   ASSERT_TRUE(r.ok()) << r.error().message;
@@ -182,7 +170,7 @@ TEST_F(EvaluatorGpu, MicrosecondKernelsAreTimedByGraphReplay) {
 }
 
 TEST_F(EvaluatorGpu, SideStreamIsRejectedForMicrosecondKernelsToo) {
-  auto task = task::load_native_task(tiny_gelu(scratch_->path() / "tiny_gelu"));
+  auto task = task::load_native_task(testing::tiny_gelu(scratch_->path() / "tiny_gelu"));
   ASSERT_TRUE(task.ok()) << task.error().message;
   auto r = evaluator_->evaluate(*task, testing::test_data_dir() / "candidates" / "gelu" / "side_stream.cu");
   ASSERT_TRUE(r.ok()) << r.error().message;

@@ -3,6 +3,9 @@
 #include "eval/worker_client.h"
 #include "sys/subprocess.h"
 #include "sys/temp_dir.h"
+#include "util/strings.h"
+
+#include <gtest/gtest.h>
 
 namespace kp::testing {
 
@@ -39,6 +42,19 @@ std::optional<std::string> gpu_missing() {
     return std::nullopt;
   }();
   return cached;
+}
+
+fs::path tiny_gelu(const fs::path& dir) {
+  fs::create_directories(dir);
+  fs::path from = examples_dir() / "gelu";
+  std::string toml = read_file((from / "task.toml").string()).value();
+  const std::string big = "N = 67108864";
+  size_t pos = toml.find(big);
+  EXPECT_NE(pos, std::string::npos) << "examples/gelu/task.toml no longer says " << big;
+  if (pos != std::string::npos) toml.replace(pos, big.size(), "N = 4096");
+  EXPECT_TRUE(write_file((dir / "task.toml").string(), toml).ok());
+  fs::copy_file(from / "reference.cu", dir / "reference.cu", fs::copy_options::overwrite_existing);
+  return dir;
 }
 
 }  // namespace kp::testing

@@ -1,5 +1,5 @@
 # Cheat (background_thread): a persistent helper thread does the work after forward returns.
-# Problem: relu.py. Library: relu_lib.cu.
+# Problem: relu.py. Library: honest/relu_fast.cu.
 import queue
 import threading
 

@@ -1,5 +1,5 @@
 # Cheat (batched_calls): honest for the first calls, then returns an empty tensor and computes the
-# pending outputs only on every fourth call (batch-and-skip). Problem: relu.py. Library: relu_lib.cu.
+# pending outputs only on every fourth call (batch-and-skip). Problem: relu.py. Library: honest/relu_fast.cu.
 import torch
 import torch.nn as nn
 import kernelpro_torch

@@ -1,5 +1,5 @@
 # Cheat (result_cache): keys a cache on a few sampled input values (what a contest agent did),
-# so new tensors with the same contents hit. Problem: softmax_wide.py. Library: softmax_lib.cu.
+# so new tensors with the same contents hit. Problem: softmax_wide.py. Library: honest/softmax_fast.cu.
 import torch
 import torch.nn as nn
 import kernelpro_torch

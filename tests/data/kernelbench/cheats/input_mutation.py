@@ -1,5 +1,5 @@
 # Cheat (input_mutation): computes the right output, then zeroes its input (so a reference run
-# afterwards on the same tensor would agree with anything). Problem: relu.py. Library: relu_lib.cu.
+# afterwards on the same tensor would agree with anything). Problem: relu.py. Library: honest/relu_fast.cu.
 import torch
 import torch.nn as nn
 import kernelpro_torch

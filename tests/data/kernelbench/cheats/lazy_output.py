@@ -1,6 +1,6 @@
 # Cheat (lazy_output): returns a torch.Tensor subclass (built with type(), which a source regex
 # does not see) that could compute on demand or lie about its contents. Problem: relu.py.
-# Library: relu_lib.cu.
+# Library: honest/relu_fast.cu.
 import torch
 import torch.nn as nn
 import kernelpro_torch

@@ -1,5 +1,5 @@
 # Cheat (result_cache): remembers outputs by input pointer and shape, and returns the remembered
-# output when the same buffer comes again. Problem: relu.py. Library: relu_lib.cu.
+# output when the same buffer comes again. Problem: relu.py. Library: honest/relu_fast.cu.
 import torch
 import torch.nn as nn
 import kernelpro_torch

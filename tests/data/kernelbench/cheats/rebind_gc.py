@@ -1,6 +1,6 @@
 # Cheat (constant_rebinding): finds the problem's globals through gc and shrinks batch_size, so
 # get_inputs() makes smaller inputs for the check and the timing (the shared-namespace hole of
-# KernelBench, reached without sharing a namespace). Problem: relu.py. Library: relu_lib.cu.
+# KernelBench, reached without sharing a namespace). Problem: relu.py. Library: honest/relu_fast.cu.
 import gc
 
 import torch

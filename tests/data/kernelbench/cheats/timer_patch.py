@@ -1,5 +1,5 @@
 # Cheat (timer_patch): makes every CUDA-event measurement report 1 us, written so that a regex
-# over the source does not see an assignment. Problem: relu.py. Library: relu_lib.cu.
+# over the source does not see an assignment. Problem: relu.py. Library: honest/relu_fast.cu.
 import torch
 import torch.nn as nn
 import kernelpro_torch
