@@ -118,6 +118,7 @@ int run_kernelbench_eval(const EvalFlags& flags, const CommonFlags& common) {
   eval::EvaluatorOptions o;
   o.build = build_options(common);
   o.eval = flags.options;
+  o.eval.correctness_trials = flags.trials.value_or(5);
   o.eval.seed = flags.seed;
   if (flags.no_energy) o.eval.energy_window_s = 0;
   o.worker = python_worker_options(python, scratch->path());
@@ -160,6 +161,7 @@ int run_eval(const EvalFlags& flags, const CommonFlags& common) {
   eval::EvaluatorOptions o;
   o.build = build_options(common);
   o.eval = flags.options;
+  o.eval.correctness_trials = flags.trials.value_or(3);
   o.eval.seed = flags.seed;
   if (flags.no_energy) o.eval.energy_window_s = 0;
   o.worker.worker_path = common.worker.empty() ? self_dir() / "kp-worker" : fs::path(common.worker);

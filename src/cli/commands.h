@@ -20,6 +20,7 @@ struct EvalFlags {
   std::string cu;      // KernelBench: the prebuilt form's .cu (default: <candidate stem>.cu when present)
   std::string python;  // KernelBench: the Python that runs the worker (default: $KERNELPRO_PYTHON, else python3)
   std::optional<uint64_t> seed;
+  std::optional<int> trials;  // correctness trials; default 3 (native), 5 (KernelBench, as its scripts)
   bool no_energy = false;
   eval::EvalOptions options;
 };

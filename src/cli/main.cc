@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
       ->default_val("kernelbench");
   eval->add_flag("--strict-kernels", eval_flags.options.strict_kernels,
                  "KernelBench: reject a candidate that launches kernels it did not build (PyTorch, cuBLAS, cuDNN)");
-  eval->add_option("--trials", eval_flags.options.correctness_trials, "correctness trials with fresh inputs")->default_val(3);
+  eval->add_option("--trials", eval_flags.trials, "correctness trials with fresh inputs (default: 3; 5 for KernelBench problems, as its scripts)")
+      ->check(CLI::PositiveNumber);
   eval->add_option("--seed", eval_flags.seed, "input seed, to reproduce an evaluation (default: private, random)");
   eval->add_option("--timing-budget", eval_flags.options.timing_budget_s, "seconds of device time for timed calls")->default_val(0.5);
   eval->add_option("--energy-window", eval_flags.options.energy_window_s, "seconds of calls for the energy reading")->default_val(0.5);

@@ -267,6 +267,7 @@ TEST_F(KernelBenchE2e, LoadInlineCandidateIsEvaluatedByThePythonWorker) {
   EXPECT_FALSE(reqs[0].contains("library"));
   EXPECT_EQ(reqs[0]["options"]["precision_policy"], "fp64");
   EXPECT_EQ(reqs[0]["options"]["strict_kernels"], true);
+  EXPECT_EQ(reqs[0]["options"]["correctness_trials"], 5);  // KernelBench's scripts use 5
 
   CliRun text = run({"eval", p.string(), c.string(), "--python", fake()});
   EXPECT_EQ(text.exit_code, 0) << text.err;
