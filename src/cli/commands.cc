@@ -248,6 +248,11 @@ int run_doctor(const CommonFlags& common) {
   }
   worker.stop();
 
+  std::string python = resolve_python("");
+  auto torch = probe({python, "-c", "import torch; print(torch.__version__, 'with CUDA' if torch.cuda.is_available() else 'without a CUDA device')"});
+  line(torch.has_value(), "torch", torch ? fmt::format("{} ({})", *torch, python) : fmt::format("not importable by {}", python),
+       "pip install torch (KernelBench problems and `kernelpro baseline` need it), or set KERNELPRO_PYTHON to a Python that has it");
+
   auto ncu = probe({"ncu", "--version"});
   line(ncu.has_value(), "ncu", ncu.value_or("not found"),
        "install Nsight Compute (ships with the CUDA toolkit) for kernel-level profiles; eval does not need it");
