@@ -39,6 +39,9 @@ int main(int argc, char** argv) {
                    "KernelBench: kernelbench (the problem's dtype and KernelBench's tolerance) or fp64 (also against a float64 reference)")
       ->check(CLI::IsMember({"kernelbench", "fp64"}))
       ->default_val("kernelbench");
+  eval->add_option("--precision", eval_flags.options.precision, "KernelBench: cast the model and floating inputs to fp32, fp16 or bf16")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
+      ->default_val("fp32");
   eval->add_flag("--strict-kernels", eval_flags.options.strict_kernels,
                  "KernelBench: reject a candidate that launches kernels it did not build (PyTorch, cuBLAS, cuDNN)");
   eval->add_option("--trials", eval_flags.trials, "correctness trials with fresh inputs (default: 3; 5 for KernelBench problems, as its scripts)")

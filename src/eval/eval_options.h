@@ -50,6 +50,9 @@ struct EvalOptions {
   // KernelBench tasks: reject a candidate that launches any kernel it did not build itself
   // (PyTorch, cuBLAS, cuDNN). Off by default: KernelBench lets a candidate keep PyTorch ops.
   bool strict_kernels = false;
+  // KernelBench tasks: the precision the model and its floating inputs are cast to ("fp32",
+  // "fp16", "bf16"), as KernelBench's --precision; integer and bool inputs keep their dtype.
+  std::string precision = "fp32";
 };
 
 }  // namespace kp::eval

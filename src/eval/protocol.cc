@@ -93,7 +93,8 @@ json to_json(const EvalOptions& o) {
             {"wall_ratio", o.wall_ratio},                 {"wall_slack_us", o.wall_slack_us},
             {"energy_window_s", o.energy_window_s},       {"idle_window_s", o.idle_window_s},
             {"timeout_s", o.timeout_s},                   {"physics_margin", o.physics_margin},
-            {"precision_policy", o.precision_policy},     {"strict_kernels", o.strict_kernels}};
+            {"precision_policy", o.precision_policy},     {"strict_kernels", o.strict_kernels},
+            {"precision", o.precision}};
   if (o.seed) j["seed"] = *o.seed;
   return j;
 }
@@ -116,6 +117,7 @@ EvalOptions eval_options_from_json(const json& j) {
   o.physics_margin = j.value("physics_margin", o.physics_margin);
   o.precision_policy = j.value("precision_policy", o.precision_policy);
   o.strict_kernels = j.value("strict_kernels", o.strict_kernels);
+  o.precision = j.value("precision", o.precision);
   if (j.contains("seed")) o.seed = j["seed"].get<uint64_t>();
   return o;
 }

@@ -248,7 +248,7 @@ TEST_F(KernelBenchE2e, LoadInlineCandidateIsEvaluatedByThePythonWorker) {
   fs::path p = write("level1/1_Double.py", kProblem);
   fs::path c = write("cands/double.py", "class ModelNew: pass\n");
   CliRun r = run({"eval", p.string(), c.string(), "--python", fake(), "--json", "--precision-policy", "fp64",
-                  "--strict-kernels"});
+                  "--strict-kernels", "--precision", "bf16"});
   EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
   auto j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.out;
@@ -268,6 +268,7 @@ TEST_F(KernelBenchE2e, LoadInlineCandidateIsEvaluatedByThePythonWorker) {
   EXPECT_EQ(reqs[0]["options"]["precision_policy"], "fp64");
   EXPECT_EQ(reqs[0]["options"]["strict_kernels"], true);
   EXPECT_EQ(reqs[0]["options"]["correctness_trials"], 5);  // KernelBench's scripts use 5
+  EXPECT_EQ(reqs[0]["options"]["precision"], "bf16");
 
   CliRun text = run({"eval", p.string(), c.string(), "--python", fake()});
   EXPECT_EQ(text.exit_code, 0) << text.err;
