@@ -119,6 +119,7 @@ int run_kernelbench_eval(const EvalFlags& flags, const CommonFlags& common) {
   o.build = build_options(common);
   o.eval = flags.options;
   o.eval.correctness_trials = flags.trials.value_or(5);
+  o.eval.timeout_s = flags.timeout_s.value_or(600);
   o.eval.seed = flags.seed;
   if (flags.no_energy) o.eval.energy_window_s = 0;
   o.worker = python_worker_options(python, scratch->path());
@@ -162,6 +163,7 @@ int run_eval(const EvalFlags& flags, const CommonFlags& common) {
   o.build = build_options(common);
   o.eval = flags.options;
   o.eval.correctness_trials = flags.trials.value_or(3);
+  o.eval.timeout_s = flags.timeout_s.value_or(120);
   o.eval.seed = flags.seed;
   if (flags.no_energy) o.eval.energy_window_s = 0;
   o.worker.worker_path = common.worker.empty() ? self_dir() / "kp-worker" : fs::path(common.worker);

@@ -21,6 +21,9 @@ struct EvalFlags {
   std::string python;  // KernelBench: the Python that runs the worker (default: $KERNELPRO_PYTHON, else python3)
   std::optional<uint64_t> seed;
   std::optional<int> trials;  // correctness trials; default 3 (native), 5 (KernelBench, as its scripts)
+  // Watchdog seconds; default 120 (native), 600 (KernelBench: load_inline builds in the worker,
+  // and level-1 inputs of several GB are drawn on the CPU by get_inputs()).
+  std::optional<double> timeout_s;
   bool no_energy = false;
   eval::EvalOptions options;
 };

@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
   eval->add_option("--timing-budget", eval_flags.options.timing_budget_s, "seconds of device time for timed calls")->default_val(0.5);
   eval->add_option("--energy-window", eval_flags.options.energy_window_s, "seconds of calls for the energy reading")->default_val(0.5);
   eval->add_flag("--no-energy", eval_flags.no_energy, "skip the energy measurement");
-  eval->add_option("--timeout", eval_flags.options.timeout_s, "seconds before a hanging candidate is killed")->default_val(120);
+  eval->add_option("--timeout", eval_flags.timeout_s, "seconds before a hanging evaluation is killed (default: 120; 600 for KernelBench problems)")
+      ->check(CLI::PositiveNumber);
   add_common(eval);
 
   kp::cli::BuildFlags build_flags;

@@ -269,6 +269,7 @@ TEST_F(KernelBenchE2e, LoadInlineCandidateIsEvaluatedByThePythonWorker) {
   EXPECT_EQ(reqs[0]["options"]["strict_kernels"], true);
   EXPECT_EQ(reqs[0]["options"]["correctness_trials"], 5);  // KernelBench's scripts use 5
   EXPECT_EQ(reqs[0]["options"]["precision"], "bf16");
+  EXPECT_EQ(reqs[0]["options"]["timeout_s"], 600);
 
   CliRun text = run({"eval", p.string(), c.string(), "--python", fake()});
   EXPECT_EQ(text.exit_code, 0) << text.err;
