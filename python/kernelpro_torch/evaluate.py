@@ -478,7 +478,7 @@ class Evaluation:
         try:
             init = prob.init_inputs()
             self._m_ref = prob.build(prob.Model, init, device, self.dtype)
-            shapes = [tuple(t.shape) for t in tensors(prob.inputs(trial_seeds[0], "cpu", self.dtype))]
+            shapes = [tuple(t.shape) for t in tensors(prob.inputs(trial_seeds[0], device, self.dtype))]
         except Exception as e:
             raise Stop("runtime_error", _describe_exception(e, "the problem's reference"), reference_failed=True)
         guard = pb.Guard()
