@@ -6,7 +6,7 @@ set -u
 BUILD=${BUILD:-build-gpu}
 OUT=${OUT:-gpu-results}
 SUITE=${SUITE:-kb-suite}
-BASELINE_S=${BASELINE_S:-240}
+BASELINE_S=${BASELINE_S:-240}   # PREWARM_JOBS (6): parallel torch.compile warm-ups first
 STEPS=${STEPS:-python ctest forms baseline}
 mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/kp-cache}
@@ -19,7 +19,7 @@ for s in $STEPS; do
               > "$OUT/ctest.log" 2>&1; echo "exit $?"; grep -E "tests passed|Failed|\*\*\*|SKIPPED" "$OUT/ctest.log" | head -40 ;;
     forms)  step "candidate forms"; timeout 400 bench/kb_candidate_forms.sh "$BUILD" 2>&1 | tee "$OUT/forms.log" ;;
     baseline) step "baseline slice"; "$BUILD/kernelpro" baseline --suite "$SUITE" --out bench/baselines/h200 \
-                --time-budget "$BASELINE_S" --timeout 200 > "$OUT/baseline.log" 2>&1; echo "exit $?"; tail -25 "$OUT/baseline.log"
+                --time-budget "$BASELINE_S" --timeout 300 --prewarm-jobs "${PREWARM_JOBS:-6}" > "$OUT/baseline.log" 2>&1; echo "exit $?"; tail -25 "$OUT/baseline.log"
               mkdir -p "$OUT/h200" && cp bench/baselines/h200/*.json "$OUT/h200/" 2>/dev/null ;;
   esac
 done
