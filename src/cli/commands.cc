@@ -104,6 +104,30 @@ std::string shell_quote(const std::string& word) {
   return q + "'";
 }
 
+// The options both kinds of evaluation take from the flags; trials and timeout by task kind.
+eval::EvalOptions eval_options(const EvalFlags& flags, int default_trials, double default_timeout_s) {
+  eval::EvalOptions e = flags.options;
+  e.correctness_trials = flags.trials.value_or(default_trials);
+  e.timeout_s = flags.timeout_s.value_or(default_timeout_s);
+  e.seed = flags.seed;
+  if (flags.no_energy) e.energy_window_s = 0;
+  return e;
+}
+
+// Prints the verdict (JSON or text, with `not_run_note` after a not-run text verdict) and
+// returns the exit code.
+int print_verdict(const task::Task& task, const eval::EvalResult& result, bool json, const std::string& not_run_note) {
+  if (json) {
+    std::cout << report::eval_to_json(task, result).dump(2) << "\n";
+  } else {
+    std::cout << report::format_eval_text(task, result);
+    if (result.outcome == eval::Outcome::kNotRun) std::cout << not_run_note;
+  }
+  if (result.outcome == eval::Outcome::kOk) return kExitOk;
+  if (result.outcome == eval::Outcome::kNotRun) return kExitNotRun;
+  return kExitFailed;
+}
+
 int run_kernelbench_eval(const EvalFlags& flags, const CommonFlags& common) {
   auto task = task::load_kernelbench_problem(flags.task);
   if (!task.ok()) return exit_for(task.error());
@@ -117,31 +141,19 @@ int run_kernelbench_eval(const EvalFlags& flags, const CommonFlags& common) {
   std::string python = resolve_python(flags.python);
   eval::EvaluatorOptions o;
   o.build = build_options(common);
-  o.eval = flags.options;
-  o.eval.correctness_trials = flags.trials.value_or(5);
-  o.eval.timeout_s = flags.timeout_s.value_or(600);
-  o.eval.seed = flags.seed;
-  if (flags.no_energy) o.eval.energy_window_s = 0;
+  o.eval = eval_options(flags, 5, 600);
   o.worker = python_worker_options(python, scratch->path());
   eval::Evaluator evaluator(o);
   auto result = evaluator.evaluate(*task, flags.candidate, flags.cu);
   if (!result.ok()) return exit_for(result.error());
-  if (common.json) {
-    std::cout << report::eval_to_json(*task, *result).dump(2) << "\n";
-  } else {
-    std::cout << report::format_eval_text(*task, *result);
-    if (result->outcome == eval::Outcome::kNotRun)
-      std::cout << fmt::format("\nNot run: KernelBench candidates run in `{} -m kernelpro_torch.worker`, which needs an "
-                               "NVIDIA GPU and PyTorch with CUDA;{}\nrun the same command on a GPU machine (--python picks "
-                               "the interpreter).\n",
-                               python,
-                               result->form == eval::CandidateForm::kPrebuilt
-                                   ? " the candidate's .cu was built and its resources are shown above;"
-                                   : "");
-  }
-  if (result->outcome == eval::Outcome::kOk) return kExitOk;
-  if (result->outcome == eval::Outcome::kNotRun) return kExitNotRun;
-  return kExitFailed;
+  return print_verdict(*task, *result, common.json,
+                       fmt::format("\nNot run: KernelBench candidates run in `{} -m kernelpro_torch.worker`, which needs "
+                                   "an NVIDIA GPU and PyTorch with CUDA;{}\nrun the same command on a GPU machine "
+                                   "(--python picks the interpreter).\n",
+                                   python,
+                                   result->form == eval::CandidateForm::kPrebuilt
+                                       ? " the candidate's .cu was built and its resources are shown above;"
+                                       : ""));
 }
 
 }  // namespace
@@ -161,27 +173,15 @@ int run_eval(const EvalFlags& flags, const CommonFlags& common) {
   if (!scratch.ok()) return exit_for(scratch.error());
   eval::EvaluatorOptions o;
   o.build = build_options(common);
-  o.eval = flags.options;
-  o.eval.correctness_trials = flags.trials.value_or(3);
-  o.eval.timeout_s = flags.timeout_s.value_or(120);
-  o.eval.seed = flags.seed;
-  if (flags.no_energy) o.eval.energy_window_s = 0;
+  o.eval = eval_options(flags, 3, 120);
   o.worker.worker_path = common.worker.empty() ? self_dir() / "kp-worker" : fs::path(common.worker);
   o.worker.scratch_dir = scratch->path();
   eval::Evaluator evaluator(o);
   auto result = evaluator.evaluate(*task, *cand);
   if (!result.ok()) return exit_for(result.error());
-  if (common.json) {
-    std::cout << report::eval_to_json(*task, *result).dump(2) << "\n";
-  } else {
-    std::cout << report::format_eval_text(*task, *result);
-    if (result->outcome == eval::Outcome::kNotRun)
-      std::cout << "\nNo GPU here: kernelpro built the reference and the candidate and reported their resources above;\n"
-                   "correctness, timing and energy need an NVIDIA GPU. Run the same command on a GPU machine.\n";
-  }
-  if (result->outcome == eval::Outcome::kOk) return kExitOk;
-  if (result->outcome == eval::Outcome::kNotRun) return kExitNotRun;
-  return kExitFailed;
+  return print_verdict(*task, *result, common.json,
+                       "\nNo GPU here: kernelpro built the reference and the candidate and reported their resources "
+                       "above;\ncorrectness, timing and energy need an NVIDIA GPU. Run the same command on a GPU machine.\n");
 }
 
 int run_build(const BuildFlags& flags, const CommonFlags& common) {
