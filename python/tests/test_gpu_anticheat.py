@@ -58,7 +58,10 @@ CHEATS = [
     ("relu.py", "cheats/aliased_output.py", "honest/relu_fast.cu", {}, ("rejected",), "aliased_output", "alias"),
     ("relu.py", "cheats/rebind_gc.py", "honest/relu_fast.cu", {}, ("rejected",), "constant_rebinding", "batch_size"),
     ("relu.py", "cheats/torch_patch.py", "cheats/zeros_lib.cu", {}, ("rejected",), "torch_patch", "torch.relu"),
-    ("softmax_wide.py", "cheats/gc_reference.py", "cheats/zeros_lib.cu", {}, ("incorrect",), "", ""),
+    # The candidate runs before the reference, so there is no reference output to steal: the cheat
+    # falls back to its zeros and is caught as a constant output.
+    ("softmax_wide.py", "cheats/gc_reference.py", "cheats/zeros_lib.cu", {}, ("incorrect",), "constant_output",
+     "constant"),
     # The floor itself: an honest kernel judged against a bandwidth 1000x too low must be rejected.
     ("relu.py", "honest/relu_fast.py", "honest/relu_fast.cu", {"physics_margin": 1e-3}, ("rejected",),
      "physics_floor", "physics floor"),
