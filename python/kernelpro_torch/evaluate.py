@@ -613,9 +613,18 @@ class Evaluation:
                                    "on the GPU by this call", cheat="no_custom_kernel")
 
         # Timing, with every timed call's output checked against its set's reference.
+        # A timed output bit-equal to one already verified for the same inputs needs no full
+        # comparison (which costs ~10 ms on 64M elements and made timing ~20x slower than the
+        # calls it times); verified copies are kept while they take at most 1 GiB.
+        verified = {}
+        keep = sum(nbytes(ref_outs[k]) for k in range(len(sets))) <= (1 << 30)
+
         def check(i, k, out):
             got = outputs_of(out, "the candidate")
             for j, (o, w) in enumerate(zip(got, ref_outs[k])):
+                v = verified.get((k, j))
+                if v is not None and o.shape == v.shape and o.dtype == v.dtype and torch.equal(o, v):
+                    continue
                 c = compare.check_output(o, w)
                 if not c["passed"]:
                     if seen(returned, o):
@@ -625,6 +634,8 @@ class Evaluation:
                     raise Stop("rejected", f"the output of timed call {i + 1} (input set {k + 1}) is wrong although "
                                            f"the same inputs passed before: {c['reason']}; work is deferred to, batched "
                                            "with or cached from other calls", cheat="batched_calls")
+                if keep and (k, j) not in verified:
+                    verified[(k, j)] = o.detach().clone()
             remember(returned, got)
         torch.cuda.empty_cache()
         timing = time_calls(self.dev, call_new, sets, opts, check=check, threads_fixed=thread_count())
