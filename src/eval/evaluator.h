@@ -76,6 +76,9 @@ class Evaluator {
   // The worker's device; kUnavailable without a GPU.
   Result<DeviceInfo> device() { return worker_.device(); }
   build::Builder& builder() { return builder_; }
+  // The worker this evaluator runs on, kept warm for further requests on the same candidate
+  // (kernelpro profile sends its "profile" requests here).
+  WorkerClient& worker() { return worker_; }
 
  private:
   Result<EvalResult> evaluate_kernelbench(const task::Task& task, const std::filesystem::path& candidate,

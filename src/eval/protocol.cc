@@ -307,3 +307,68 @@ Result<BaselineReply> baseline_reply_from_json(const json& j) {
 }
 
 }  // namespace kp::eval
+
+namespace kp::eval {
+
+const char* to_string(ProfileMode m) {
+  switch (m) {
+    case ProfileMode::kCupti: return "cupti";
+    case ProfileMode::kNvtx: return "nvtx";
+    case ProfileMode::kTrace: return "trace";
+  }
+  return "cupti";
+}
+
+std::optional<ProfileMode> profile_mode_from_string(std::string_view s) {
+  for (auto m : {ProfileMode::kCupti, ProfileMode::kNvtx, ProfileMode::kTrace})
+    if (s == to_string(m)) return m;
+  return std::nullopt;
+}
+
+json to_json(const ProfileRequest& r) {
+  return {{"mode", to_string(r.mode)}, {"metrics", r.metrics}, {"rangeprof_library", r.rangeprof_library},
+          {"calls", r.calls},          {"warmup_calls", r.warmup_calls}};
+}
+
+ProfileRequest profile_request_from_json(const json& j) {
+  ProfileRequest r;
+  if (!j.is_object()) return r;
+  r.mode = profile_mode_from_string(j.value("mode", std::string("cupti"))).value_or(ProfileMode::kCupti);
+  if (j.contains("metrics") && j["metrics"].is_array())
+    for (const auto& m : j["metrics"])
+      if (m.is_string()) r.metrics.push_back(m.get<std::string>());
+  r.rangeprof_library = j.value("rangeprof_library", std::string());
+  r.calls = j.value("calls", 1);
+  r.warmup_calls = j.value("warmup_calls", 3);
+  return r;
+}
+
+json to_json(const ProfileReply& r) {
+  json j = {{"outcome", to_string(r.outcome)}, {"reason", r.reason},   {"mode", to_string(r.mode)},
+            {"calls", r.calls},                {"seed", r.seed},       {"collect_seconds", r.collect_seconds},
+            {"phase_seconds", r.phase_seconds}};
+  if (!r.range_profile.is_null()) j["range_profile"] = r.range_profile;
+  return j;
+}
+
+Result<ProfileReply> profile_reply_from_json(const json& j) {
+  if (!j.is_object()) return make_error(ErrorCode::kProtocol, "profile reply: expected an object");
+  ProfileReply r;
+  auto outcome = outcome_from_string(j.value("outcome", std::string()));
+  if (!outcome) return make_error(ErrorCode::kProtocol, "profile reply: missing or unknown \"outcome\"");
+  auto mode = profile_mode_from_string(j.value("mode", std::string()));
+  if (!mode) return make_error(ErrorCode::kProtocol, "profile reply: missing or unknown \"mode\"");
+  r.outcome = *outcome;
+  r.mode = *mode;
+  r.reason = j.value("reason", std::string());
+  r.calls = j.value("calls", 0);
+  r.seed = j.value("seed", uint64_t{0});
+  r.collect_seconds = j.value("collect_seconds", 0.0);
+  if (j.contains("phase_seconds") && j["phase_seconds"].is_object())
+    for (const auto& [k, v] : j["phase_seconds"].items())
+      if (v.is_number()) r.phase_seconds[k] = v.get<double>();
+  if (j.contains("range_profile")) r.range_profile = j["range_profile"];
+  return r;
+}
+
+}  // namespace kp::eval

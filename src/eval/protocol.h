@@ -19,12 +19,17 @@
 //    "device":"cuda:0","torch_version":"2.11.0","results":{"eager":{"ok":true,"mean_ms":..,
 //    "std_ms":..,"min_ms":..,"max_ms":..,"median_ms":..,"num_trials":100,"warmup_s":..},
 //    "compile":{"ok":false,"error":"..."}},"exiting":B}
+//   {"op":"profile","id":N,"task","reference","candidate","options",   (both workers; KernelBench
+//    "profile":{...ProfileRequest}}       requests add "library"/"library_source" as eval does)
+//                                        -> {"ok":true,"id":N,"profile":{...ProfileReply},"exiting":B}
 //   {"op":"shutdown"}                    -> the worker exits 0
 // A malformed request gets {"ok":false,"error":"..."}. Every reply is one line.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -112,6 +117,37 @@ struct WorkerReport {
   std::vector<std::string> kernels;
 };
 
+// What a profile request asks a worker to do once the candidate has passed one correctness
+// trial and its warm-up calls (ARCHITECTURE.md, "Profiling").
+enum class ProfileMode {
+  kCupti,  // collect `metrics` for one call in process with the CUPTI Range Profiler library
+  kNvtx,   // run `calls` calls inside the NVTX range "kp_candidate" (the worker runs under ncu)
+  kTrace,  // run `calls` calls, each between kp_trace_begin/kp_trace_end (libkp_trace.so injected)
+};
+const char* to_string(ProfileMode m);  // "cupti", "nvtx", "trace"
+std::optional<ProfileMode> profile_mode_from_string(std::string_view s);
+
+struct ProfileRequest {
+  ProfileMode mode = ProfileMode::kCupti;
+  std::vector<std::string> metrics;  // kCupti: metric names (profile/metric_lists.h)
+  std::string rangeprof_library;     // kCupti: absolute path of libkp_rangeprof.so
+  int calls = 1;                     // kNvtx, kTrace: calls observed; kCupti profiles one call
+  int warmup_calls = 3;              // untimed calls after the correctness trial
+};
+
+// The worker's answer. A candidate that fails its correctness trial is reported with that
+// outcome and no counters: the profile of a wrong kernel would mislead.
+struct ProfileReply {
+  Outcome outcome = Outcome::kCrash;
+  std::string reason;               // why, when not ok (a CUPTI failure is kRuntimeError naming it)
+  ProfileMode mode = ProfileMode::kCupti;
+  nlohmann::json range_profile;     // kCupti: libkp_rangeprof's result ({"passes","ranges":[...]})
+  int calls = 0;                    // calls run inside the NVTX range or the trace
+  double collect_seconds = 0;       // wall time of the collection itself (kCupti: create to end)
+  std::map<std::string, double> phase_seconds;  // "load", "setup", "correctness", "warmup", "collect"
+  uint64_t seed = 0;
+};
+
 // PyTorch's own time for one problem in one mode ("eager", "compile"), as the Python worker
 // measured it: milliseconds per forward call over num_trials timed calls after warm-up.
 struct BaselineModeResult {
@@ -149,5 +185,10 @@ Result<BaselineModeResult> baseline_mode_result_from_json(const nlohmann::json& 
 // Reads hardware, device, torch_version and results of a baseline reply; kProtocol when
 // results is missing or one of them is malformed.
 Result<BaselineReply> baseline_reply_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const ProfileRequest& r);
+ProfileRequest profile_request_from_json(const nlohmann::json& j);  // missing fields default
+nlohmann::json to_json(const ProfileReply& r);
+// kProtocol when outcome or mode is missing or unknown.
+Result<ProfileReply> profile_reply_from_json(const nlohmann::json& j);
 
 }  // namespace kp::eval

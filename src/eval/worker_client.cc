@@ -118,28 +118,30 @@ bool WorkerClient::drop_if_exiting(const json& reply) {
   return true;
 }
 
+json candidate_request(const std::string& op, const task::Task& task, const fs::path& reference, const fs::path& candidate,
+                       const EvalOptions& options, const KernelBenchFiles* files) {
+  json req = {{"op", op},
+              {"task", to_json(task)},
+              {"reference", fs::absolute(reference).string()},
+              {"candidate", fs::absolute(candidate).string()},
+              {"options", to_json(options)}};
+  if (files) {
+    if (!files->library.empty()) req["library"] = fs::absolute(files->library).string();
+    if (!files->library_source.empty()) req["library_source"] = fs::absolute(files->library_source).string();
+    if (!files->build_dir.empty()) req["build_dir"] = fs::absolute(files->build_dir).string();
+  }
+  return req;
+}
+
 Result<WorkerEvaluation> WorkerClient::evaluate(const task::Task& task, const fs::path& reference_so,
                                                 const fs::path& candidate_so, const EvalOptions& options) {
-  return run_evaluation({{"op", "eval"},
-                         {"task", to_json(task)},
-                         {"reference", fs::absolute(reference_so).string()},
-                         {"candidate", fs::absolute(candidate_so).string()},
-                         {"options", to_json(options)}},
-                        options);
+  return run_evaluation(candidate_request("eval", task, reference_so, candidate_so, options), options);
 }
 
 Result<WorkerEvaluation> WorkerClient::evaluate(const task::Task& task, const fs::path& reference,
                                                 const fs::path& candidate, const EvalOptions& options,
                                                 const KernelBenchFiles& files) {
-  json req = {{"op", "eval"},
-              {"task", to_json(task)},
-              {"reference", fs::absolute(reference).string()},
-              {"candidate", fs::absolute(candidate).string()},
-              {"options", to_json(options)}};
-  if (!files.library.empty()) req["library"] = fs::absolute(files.library).string();
-  if (!files.library_source.empty()) req["library_source"] = fs::absolute(files.library_source).string();
-  if (!files.build_dir.empty()) req["build_dir"] = fs::absolute(files.build_dir).string();
-  return run_evaluation(std::move(req), options);
+  return run_evaluation(candidate_request("eval", task, reference, candidate, options, &files), options);
 }
 
 Result<WorkerEvaluation> WorkerClient::run_evaluation(json req, const EvalOptions& options) {
@@ -260,6 +262,39 @@ Result<WorkerPrewarm> WorkerClient::prewarm(const fs::path& problem, double time
       break;
   }
   return w;
+}
+
+Result<WorkerClient::CallReply> WorkerClient::call(json request, double timeout_s) {
+  KP_TRY(DeviceInfo dev, device());
+  (void)dev;
+  fs::path out_log = options_.scratch_dir / "worker.stdout.log", err_log = options_.scratch_dir / "worker.stderr.log";
+  uint64_t out_off = file_size_or_zero(out_log), err_off = file_size_or_zero(err_log);
+  std::string op = request.value("op", std::string("?"));
+  request["id"] = next_id_++;
+  Exchange x = exchange(request, timeout_s);
+  CallReply r;
+  r.worker_stdout = read_log_since(out_log, out_off);
+  r.worker_stderr = read_log_since(err_log, err_off);
+  std::string last_line;
+  if (auto lines = split_lines(r.worker_stderr); !lines.empty()) last_line = fmt::format(" (last stderr line: {})", lines.back());
+  switch (x.failure) {
+    case Exchange::Failure::kGone:
+      return make_error(ErrorCode::kTool, fmt::format("the worker was gone before the {} request ({})", op, x.detail));
+    case Exchange::Failure::kTimedOut:
+      return make_error(ErrorCode::kTool,
+                        fmt::format("the worker gave no {} reply within {:.0f} s and was killed{}", op, timeout_s, last_line));
+    case Exchange::Failure::kDied:
+      return make_error(ErrorCode::kTool, fmt::format("the worker died during the {} request: {}{}", op, x.detail, last_line));
+    case Exchange::Failure::kNotJson:
+      return make_error(ErrorCode::kTool, fmt::format("the worker broke the protocol: {}", x.detail));
+    case Exchange::Failure::kNone: break;
+  }
+  r.worker_restarted = drop_if_exiting(x.reply);
+  if (!x.reply.value("ok", false))
+    return make_error(ErrorCode::kTool,
+                      x.reply.value("error", fmt::format("the worker answered the {} request with ok:false and no reason", op)));
+  r.reply = std::move(x.reply);
+  return r;
 }
 
 void WorkerClient::stop() {

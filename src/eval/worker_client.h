@@ -68,6 +68,13 @@ struct WorkerPrewarm {
   std::string error;    // why not, when !ok (PyTorch's error, a crash, a hang)
 };
 
+// The request of an op on one candidate ("eval", "profile"): the task, the reference and the
+// candidate (absolute paths), the options, and a KernelBench task's extra files when given.
+// Used by WorkerClient and for the request files of one-shot workers (kp-worker --once).
+nlohmann::json candidate_request(const std::string& op, const task::Task& task, const std::filesystem::path& reference,
+                                 const std::filesystem::path& candidate, const EvalOptions& options,
+                                 const KernelBenchFiles* files = nullptr);
+
 class WorkerClient {
  public:
   explicit WorkerClient(WorkerOptions options);
@@ -99,6 +106,19 @@ class WorkerClient {
   // caches are warm when another worker times it. A failure of any kind is !ok with the reason
   // (a crash or a hang past timeout_s also drops the worker); Error only when no worker can run.
   Result<WorkerPrewarm> prewarm(const std::filesystem::path& problem, double timeout_s);
+
+  // Any other request (profile, calibrate): sends `request` with a fresh "id" added and returns
+  // the whole reply object with what the worker printed meanwhile. A reply {"ok":false,
+  // "error":E} is a kTool error with E (the worker stays, unless it said it is exiting); a
+  // crash, no reply within timeout_s (the worker is killed) or a reply that is not JSON is
+  // kTool saying so, with the worker's last stderr line, and the next request starts a new
+  // worker. As device() when no worker can run.
+  struct CallReply {
+    nlohmann::json reply;
+    std::string worker_stdout, worker_stderr;  // tails, during this request
+    bool worker_restarted = false;
+  };
+  Result<CallReply> call(nlohmann::json request, double timeout_s);
 
   // Stops the worker (shutdown request, then kill after a grace period).
   void stop();
