@@ -29,6 +29,33 @@ if ! command -v nvcc >/dev/null 2>&1; then
   exit 1
 fi
 
+# cuobjdump, and the nvdisasm it runs, for SASS profiling (src/profile/sass/) and its toolchain
+# tests: the CUDA toolkit's when it has them, else NVIDIA's PyPI wheels in the git-ignored
+# .kp-tools/python (binaries in nvidia/cu13/bin/). PyPI has no 13.0 build; 13.2 is the oldest
+# and reads CUDA 13.0 objects. A failure here is a warning: those tests then skip.
+sass_version=13.2.86
+kp_tools=.kp-tools/python
+if ! command -v cuobjdump >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/cuobjdump ] &&
+   { [ ! -d "$kp_tools/nvidia_cuda_cuobjdump-$sass_version.dist-info" ] ||
+     [ ! -d "$kp_tools/nvidia_cuda_nvdisasm-$sass_version.dist-info" ]; }; then
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    echo "setup: installing python3-pip (for cuobjdump from PyPI)"
+    sudo_cmd=(); [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+    { "${sudo_cmd[@]}" apt-get update -qq &&
+      DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq python3-pip >/dev/null; } || true
+  fi
+  echo "setup: installing cuobjdump and nvdisasm $sass_version from PyPI into $kp_tools"
+  # --target installs outside any environment, so Debian's externally-managed marker does not
+  # apply; the variable covers pips that check it anyway and is ignored by older ones.
+  if ! PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet \
+         --disable-pip-version-check --timeout 30 --retries 2 --upgrade --target "$kp_tools" \
+         "nvidia-cuda-cuobjdump==$sass_version" "nvidia-cuda-nvdisasm==$sass_version" ||
+     ! "$kp_tools/nvidia/cu13/bin/cuobjdump" --version >/dev/null 2>&1; then
+    echo "setup: warning: could not install cuobjdump from PyPI; SASS profiling and its tests will be" \
+         "skipped. Install the CUDA toolkit's cuobjdump, or pass --cuobjdump PATH." >&2
+  fi
+fi
+
 jobs=$(nproc)
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" >/dev/null
 cmake --build "$BUILD_DIR" -j"$jobs"

@@ -1,6 +1,7 @@
 #include "tests/support/paths.h"
 
 #include "eval/worker_client.h"
+#include "profile/sass/cuobjdump.h"
 #include "sys/subprocess.h"
 #include "sys/temp_dir.h"
 #include "util/strings.h"
@@ -42,6 +43,16 @@ std::optional<std::string> gpu_missing() {
     return std::nullopt;
   }();
   return cached;
+}
+
+fs::path kp_tools_python_dir() { return source_dir() / ".kp-tools" / "python"; }
+
+std::optional<std::string> cuobjdump_missing() {
+  profile::SassToolOptions o;
+  o.search_dirs = {kp_tools_python_dir()};
+  auto found = profile::find_cuobjdump(o);
+  if (!found.ok()) return found.error().message;
+  return std::nullopt;
 }
 
 fs::path tiny_gelu(const fs::path& dir) {

@@ -19,6 +19,11 @@ std::filesystem::path worker_binary();
 std::optional<std::string> nvcc_missing();
 // Why no GPU can be used here (the worker's own words), or nullopt when one can.
 std::optional<std::string> gpu_missing();
+// Where scripts/setup.sh installs tools from PyPI wheels (cuobjdump, nvdisasm):
+// <source dir>/.kp-tools/python.
+std::filesystem::path kp_tools_python_dir();
+// Why cuobjdump cannot be found (PATH, /usr/local/cuda/bin, kp_tools_python_dir()), or nullopt.
+std::optional<std::string> cuobjdump_missing();
 
 // Writes into dir a copy of examples/gelu with N = 4096: a call of a few microseconds, timed by
 // graph replay. Returns dir. Fails the calling test when the example has changed shape.
