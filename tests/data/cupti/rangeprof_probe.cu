@@ -1,0 +1,341 @@
+// kp_rangeprof_probe: exercises libkp_rangeprof.so on a GPU and prints what only the GPU can
+// answer: which metrics the range profiler accepts, how many passes they take, what the
+// counters read for kernels of known traffic, whether kernel replay leaves the caches warm, and
+// how long each step takes.
+//
+//   kp_rangeprof_probe --metrics FILE [--lib PATH] [--each] [--max-kernels N]
+//   kp_rangeprof_probe --plain        (the same launches, no CUPTI: run it under ncu)
+//
+// FILE holds one metric name a line ('#' comments and blank lines skipped). --lib defaults to
+// libkp_rangeprof.so beside this binary. --each tries every metric alone first. Lines printed:
+//   KP_RP_METRIC accepted|rejected NAME passes=P | error     (--each, or when the list fails)
+//   KP_RP_KERNEL_MS NAME MS                                  (cudaEvent time, unprofiled)
+//   KP_RP_EXPECT KERNEL METRIC VALUE                         (what the counter should read)
+//   KP_RP_TIME SESSION create=S begin=S launch=S end=S total=S passes=P
+//   KP_RP_JSON SESSION {...}                                 (kp_rp_result_json)
+//   KP_RP_ERROR SESSION message
+// Sessions, all in this one process: "pair" (saxpy, strided_read), "pair_again" (the same
+// session's second begin/end), "cache" (a new session: fill_small writes 16 MiB, read_small
+// reads them back: dram__bytes_read of read_small near 0 means the replay left L2 warm, near
+// 16 MiB means it was flushed or evicted), "one_ms" (a new session: fma_chain, about 1 ms).
+// Exit status 0 when every session produced its JSON, 1 otherwise.
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "profile/cupti/kp_rangeprof_api.h"
+
+namespace {
+
+constexpr int kN = 1 << 26;          // floats in x and y (256 MiB each)
+constexpr int kStride = 32;          // strided_read: one float per 128 bytes
+constexpr int kSmall = 1 << 22;      // floats in the L2-sized buffer (16 MiB)
+constexpr int kFmaIters = 512;       // fma_chain: dependent FFMAs per element
+
+}  // namespace
+
+extern "C" __global__ void init_buffers(float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    x[i] = 1.0f + static_cast<float>(i % 7);
+    y[i] = 2.0f;
+  }
+}
+
+// Reads 8 bytes and writes 4 per element: DRAM reads 2*4*n bytes, writes 4*n, n FFMAs.
+extern "C" __global__ void saxpy(int n, float a, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+
+// C++ linkage on purpose (a mangled name): one float of every `stride`, one 32-byte sector each.
+__global__ void strided_read(const float* x, float* out, int n_out, int stride) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t < n_out) out[t] = 2.0f * x[static_cast<size_t>(t) * stride];
+}
+
+extern "C" __global__ void fill_small(float* b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) b[i] = static_cast<float>(i & 1023);
+}
+
+// Reads all of b (grid-stride), writes one float per thread.
+extern "C" __global__ void read_small(const float* b, float* out, int n) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  float acc = 0;
+  for (int i = t; i < n; i += gridDim.x * blockDim.x) acc += b[i];
+  out[t] = acc;
+}
+
+// kFmaIters dependent FFMAs per element: compute-bound, n * iters FFMA thread instructions.
+extern "C" __global__ void fma_chain(float* y, int n, int iters) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float v = y[i];
+  for (int k = 0; k < iters; ++k) v = fmaf(v, 0.999f, 0.5f);
+  y[i] = v;
+}
+
+namespace {
+
+struct Api {
+  decltype(&kp_rp_create) create = nullptr;
+  decltype(&kp_rp_num_passes) num_passes = nullptr;
+  decltype(&kp_rp_begin) begin = nullptr;
+  decltype(&kp_rp_end) end = nullptr;
+  decltype(&kp_rp_result_json) result_json = nullptr;
+  decltype(&kp_rp_destroy) destroy = nullptr;
+};
+
+struct Buffers {
+  float* x = nullptr;
+  float* y = nullptr;
+  float* out = nullptr;  // kN / kStride floats, also read_small's output
+  float* small = nullptr;
+};
+
+#define CHECK_CUDA(expr)                                                                  \
+  do {                                                                                    \
+    cudaError_t e_ = (expr);                                                              \
+    if (e_ != cudaSuccess) {                                                              \
+      std::fprintf(stderr, "CUDA error %s at %s:%d: %s\n", #expr, __FILE__, __LINE__,     \
+                   cudaGetErrorString(e_));                                               \
+      std::exit(2);                                                                       \
+    }                                                                                     \
+  } while (0)
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int blocks(int n) { return (n + 255) / 256; }
+
+void launch_pair(const Buffers& b) {
+  saxpy<<<blocks(kN), 256>>>(kN, 2.0f, b.x, b.y);
+  strided_read<<<blocks(kN / kStride), 256>>>(b.x, b.out, kN / kStride, kStride);
+}
+void launch_cache(const Buffers& b) {
+  fill_small<<<blocks(kSmall), 256>>>(b.small, kSmall);
+  read_small<<<1024, 256>>>(b.small, b.out, kSmall);
+}
+void launch_one_ms(const Buffers& b) { fma_chain<<<blocks(kN), 256>>>(b.y, kN, kFmaIters); }
+
+void time_unprofiled(const char* name, void (*launch)(const Buffers&), const Buffers& b) {
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  launch(b);  // warm-up
+  CHECK_CUDA(cudaEventRecord(e0));
+  launch(b);
+  CHECK_CUDA(cudaEventRecord(e1));
+  CHECK_CUDA(cudaEventSynchronize(e1));
+  float ms = 0;
+  CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+  std::printf("KP_RP_KERNEL_MS %s %.4f\n", name, ms);
+  CHECK_CUDA(cudaEventDestroy(e0));
+  CHECK_CUDA(cudaEventDestroy(e1));
+}
+
+std::vector<std::string> read_metrics(const char* path) {
+  std::vector<std::string> out;
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "cannot read the metric list %s\n", path);
+    std::exit(2);
+  }
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t a = line.find_first_not_of(" \t\r");
+    if (a == std::string::npos || line[a] == '#') continue;
+    size_t z = line.find_last_not_of(" \t\r");
+    out.push_back(line.substr(a, z - a + 1));
+  }
+  return out;
+}
+
+std::vector<const char*> pointers(const std::vector<std::string>& names) {
+  std::vector<const char*> p;
+  for (const auto& n : names) p.push_back(n.c_str());
+  return p;
+}
+
+// Tries each metric alone; returns the accepted ones.
+std::vector<std::string> each_metric(const Api& api, const std::vector<std::string>& metrics) {
+  std::vector<std::string> accepted;
+  char err[4096];
+  for (const auto& m : metrics) {
+    const char* one[] = {m.c_str()};
+    kp_rp_session* s = api.create(one, 1, 4, err, sizeof err);
+    if (s == nullptr) {
+      std::printf("KP_RP_METRIC rejected %s | %s\n", m.c_str(), err);
+    } else {
+      std::printf("KP_RP_METRIC accepted %s passes=%d\n", m.c_str(), api.num_passes(s));
+      accepted.push_back(m);
+      api.destroy(s);
+    }
+  }
+  std::fflush(stdout);
+  return accepted;
+}
+
+// One begin/launch/end cycle on `s`; prints KP_RP_TIME and KP_RP_JSON. Returns false on error.
+bool collect(const Api& api, kp_rp_session* s, const char* label, double create_s, void (*launch)(const Buffers&),
+             const Buffers& b) {
+  char err[4096];
+  double t0 = now_s();
+  if (api.begin(s, err, sizeof err) != KP_RP_OK) {
+    std::printf("KP_RP_ERROR %s begin: %s\n", label, err);
+    return false;
+  }
+  double t1 = now_s();
+  launch(b);
+  double t2 = now_s();
+  cudaError_t launch_error = cudaGetLastError();
+  int rc = api.end(s, err, sizeof err);
+  double t3 = now_s();
+  cudaError_t sync_error = cudaDeviceSynchronize();
+  if (launch_error != cudaSuccess || sync_error != cudaSuccess) {
+    std::printf("KP_RP_ERROR %s CUDA: launch %s, after end %s\n", label, cudaGetErrorString(launch_error),
+                cudaGetErrorString(sync_error));
+  }
+  std::printf("KP_RP_TIME %s create=%.4f begin=%.4f launch=%.4f end=%.4f total=%.4f passes=%d\n", label, create_s,
+              t1 - t0, t2 - t1, t3 - t2, t3 - t0, api.num_passes(s));
+  if (rc != KP_RP_OK) std::printf("KP_RP_ERROR %s end: %s\n", label, err);
+  std::printf("KP_RP_JSON %s %s\n", label, api.result_json(s));
+  std::fflush(stdout);
+  return rc == KP_RP_OK && launch_error == cudaSuccess && sync_error == cudaSuccess;
+}
+
+kp_rp_session* create(const Api& api, const std::vector<std::string>& metrics, int max_kernels, const char* label,
+                      double* create_s) {
+  char err[4096];
+  auto p = pointers(metrics);
+  double t0 = now_s();
+  kp_rp_session* s = api.create(p.data(), static_cast<int>(p.size()), max_kernels, err, sizeof err);
+  *create_s = now_s() - t0;
+  if (s == nullptr) std::printf("KP_RP_ERROR %s create: %s\n", label, err);
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string lib, metrics_file;
+  bool plain = false, each = false;
+  int max_kernels = 16;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--lib" && i + 1 < argc) lib = argv[++i];
+    else if (a == "--metrics" && i + 1 < argc) metrics_file = argv[++i];
+    else if (a == "--max-kernels" && i + 1 < argc) max_kernels = std::atoi(argv[++i]);
+    else if (a == "--plain") plain = true;
+    else if (a == "--each") each = true;
+    else {
+      std::fprintf(stderr, "usage: %s --metrics FILE [--lib PATH] [--each] [--max-kernels N] | --plain\n", argv[0]);
+      return 2;
+    }
+  }
+
+  CHECK_CUDA(cudaFree(nullptr));  // creates the primary context and makes it current
+  Buffers b;
+  CHECK_CUDA(cudaMalloc(&b.x, sizeof(float) * kN));
+  CHECK_CUDA(cudaMalloc(&b.y, sizeof(float) * kN));
+  CHECK_CUDA(cudaMalloc(&b.out, sizeof(float) * (kN / kStride)));
+  CHECK_CUDA(cudaMalloc(&b.small, sizeof(float) * kSmall));
+  init_buffers<<<blocks(kN), 256>>>(b.x, b.y, kN);
+  CHECK_CUDA(cudaDeviceSynchronize());
+
+  std::printf("KP_RP_EXPECT saxpy dram__bytes_read.sum %.0f\n", 2.0 * 4 * kN);
+  std::printf("KP_RP_EXPECT saxpy dram__bytes_write.sum %.0f\n", 4.0 * kN);
+  std::printf("KP_RP_EXPECT saxpy smsp__sass_thread_inst_executed_op_ffma_pred_on.sum %.0f\n", 1.0 * kN);
+  std::printf("KP_RP_EXPECT strided_read dram__bytes_read.sum %.0f (32-byte sectors; 64 if the DRAM fetch is 64 B)\n",
+              32.0 * (kN / kStride));
+  std::printf("KP_RP_EXPECT fma_chain smsp__sass_thread_inst_executed_op_ffma_pred_on.sum %.0f\n",
+              1.0 * kN * kFmaIters);
+  std::printf("KP_RP_EXPECT read_small dram__bytes_read.sum %.0f if caches are flushed between replays, ~0 if not\n",
+              4.0 * kSmall);
+
+  if (plain) {  // the launches of the sessions below, in the same order, for ncu
+    launch_pair(b);
+    launch_cache(b);
+    launch_one_ms(b);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    std::printf("KP_RP_PLAIN done\n");
+    return 0;
+  }
+  if (metrics_file.empty()) {
+    std::fprintf(stderr, "--metrics FILE is required (or --plain)\n");
+    return 2;
+  }
+  if (lib.empty()) {
+    std::string self = argv[0];
+    size_t slash = self.rfind('/');
+    lib = (slash == std::string::npos ? std::string(".") : self.substr(0, slash)) + "/libkp_rangeprof.so";
+  }
+  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    std::fprintf(stderr, "dlopen %s: %s\n", lib.c_str(), dlerror());
+    return 2;
+  }
+  Api api;
+  api.create = reinterpret_cast<decltype(api.create)>(dlsym(h, "kp_rp_create"));
+  api.num_passes = reinterpret_cast<decltype(api.num_passes)>(dlsym(h, "kp_rp_num_passes"));
+  api.begin = reinterpret_cast<decltype(api.begin)>(dlsym(h, "kp_rp_begin"));
+  api.end = reinterpret_cast<decltype(api.end)>(dlsym(h, "kp_rp_end"));
+  api.result_json = reinterpret_cast<decltype(api.result_json)>(dlsym(h, "kp_rp_result_json"));
+  api.destroy = reinterpret_cast<decltype(api.destroy)>(dlsym(h, "kp_rp_destroy"));
+  if (!api.create || !api.num_passes || !api.begin || !api.end || !api.result_json || !api.destroy) {
+    std::fprintf(stderr, "%s lacks a kp_rp_* symbol\n", lib.c_str());
+    return 2;
+  }
+
+  time_unprofiled("saxpy+strided_read", launch_pair, b);
+  time_unprofiled("fill_small+read_small", launch_cache, b);
+  time_unprofiled("fma_chain", launch_one_ms, b);
+  CHECK_CUDA(cudaDeviceSynchronize());
+
+  std::vector<std::string> metrics = read_metrics(metrics_file.c_str());
+  std::printf("KP_RP_METRICS %zu from %s\n", metrics.size(), metrics_file.c_str());
+  if (each) metrics = each_metric(api, metrics);
+
+  bool ok = true;
+  double create_s = 0;
+  kp_rp_session* s = create(api, metrics, max_kernels, "pair", &create_s);
+  if (s == nullptr && !each) {
+    std::printf("KP_RP_NOTE the whole list failed; trying each metric alone\n");
+    metrics = each_metric(api, metrics);
+    s = create(api, metrics, max_kernels, "pair", &create_s);
+  }
+  if (s == nullptr) return 1;
+  ok &= collect(api, s, "pair", create_s, launch_pair, b);
+  ok &= collect(api, s, "pair_again", 0, launch_pair, b);
+  api.destroy(s);
+
+  s = create(api, metrics, max_kernels, "cache", &create_s);
+  if (s == nullptr) return 1;
+  ok &= collect(api, s, "cache", create_s, launch_cache, b);
+  api.destroy(s);
+
+  s = create(api, metrics, max_kernels, "one_ms", &create_s);
+  if (s == nullptr) return 1;
+  ok &= collect(api, s, "one_ms", create_s, launch_one_ms, b);
+  api.destroy(s);
+
+  // More kernels than max_kernels: the result must say so.
+  s = create(api, metrics, 1, "overflow", &create_s);
+  if (s == nullptr) return 1;
+  bool overflow_ok = collect(api, s, "overflow", create_s, launch_pair, b);
+  std::printf("KP_RP_OVERFLOW %s\n", overflow_ok ? "not-reported" : "reported");
+  api.destroy(s);
+
+  CHECK_CUDA(cudaDeviceSynchronize());
+  std::printf("KP_RP_DONE %s\n", ok ? "ok" : "errors");
+  return ok ? 0 : 1;
+}
