@@ -10,9 +10,12 @@ JSON reply per line on fd 4; stdout and stderr belong to the candidates. Request
   {"op":"prewarm","id":N,"problem":P}
                      -> {"ok":B,"id":N,"seconds":S,"error":"...","exiting":B}  (torch.compile once, to
                          warm inductor's on-disk caches for a later "baseline" in another process)
+  {"op":"profile",...} -> {"ok":true,"id":N,"profile":{ProfileReply},"exiting":B}  (profile.py)
   {"op":"shutdown"}  -> exits 0
 "exiting": the CUDA context is lost; the worker exits right after the reply and the orchestrator
-starts a fresh one. `--stdio` serves stdin/stdout instead, for manual debugging.
+starts a fresh one. `--stdio` serves stdin/stdout instead, for manual debugging; `--once REQ REPLY`
+answers the one request in the file REQ into the file REPLY and exits (runs under ncu, or with
+libkp_trace.so injected).
 """
 
 import json
@@ -23,8 +26,12 @@ PROTOCOL = 1
 
 
 class Channel:
-    def __init__(self, stdio=False):
-        if stdio:
+    def __init__(self, stdio=False, once=None):
+        self.once = once
+        if once:
+            self.inp = open(once[0], "r", encoding="utf-8", errors="replace")
+            self.out = open(once[1], "w", encoding="utf-8")
+        elif stdio:
             self.inp, self.out = sys.stdin, sys.stdout
         else:
             try:
@@ -71,7 +78,14 @@ def _sanitize(obj):
 
 
 def main(argv):
-    chan = Channel(stdio="--stdio" in argv)
+    once = None
+    if "--once" in argv:
+        i = argv.index("--once")
+        if len(argv) < i + 3:
+            sys.stderr.write("usage: python -m kernelpro_torch.worker --once REQUEST.json REPLY.json\n")
+            return 2
+        once = (argv[i + 1], argv[i + 2])
+    chan = Channel(stdio="--stdio" in argv, once=once)
     dev = None
     dev_error = None
     torch_version = ""
@@ -111,8 +125,8 @@ def main(argv):
             else:
                 chan.reply({"ok": True, "device": dev.info(), "protocol": PROTOCOL, "torch_version": torch_version})
             continue
-        if op not in ("eval", "baseline", "prewarm"):
-            chan.reply({"ok": False, "error": f"unknown op \"{op}\" (hello, eval, baseline, prewarm, shutdown)"})
+        if op not in ("eval", "baseline", "prewarm", "profile"):
+            chan.reply({"ok": False, "error": f"unknown op \"{op}\" (hello, eval, baseline, prewarm, profile, shutdown)"})
             continue
         ensure_device()
         rid = req.get("id", 0)
@@ -128,6 +142,11 @@ def main(argv):
 
             report, exiting = evaluate.Evaluation(dev, req).run()
             chan.reply(_sanitize({"ok": True, "id": rid, "report": report, "exiting": exiting}))
+        elif op == "profile":
+            from . import profile
+
+            reply, exiting = profile.Profile(dev, req).run()
+            chan.reply(_sanitize({"ok": True, "id": rid, "profile": reply, "exiting": exiting}))
         elif op == "prewarm":
             if not req.get("problem"):
                 chan.reply({"ok": False, "id": rid, "error": "prewarm request without \"problem\""})
@@ -149,6 +168,8 @@ def main(argv):
                                   "torch_version": torch_version, "results": results, "exiting": exiting}))
         if exiting:
             return 3
+        if once:
+            return 0
     return 0
 
 

@@ -1,13 +1,17 @@
 // kp-worker: the only process with a CUDA context for native tasks. It serves the JSON-lines
 // protocol of eval/protocol.h on fds 3 (requests) and 4 (replies); stdout and stderr belong to
-// the candidates. It exits after a sticky CUDA error, since its context is then lost; the
+// the candidates. `kp-worker --once REQ REPLY` answers one request from a file instead, for runs
+// under ncu or with the trace library injected. It exits after a sticky CUDA error, since its context is then lost; the
 // orchestrator starts a new one.
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <random>
+#include <optional>
+#include <sstream>
 #include <string>
 
 #include <cuda_runtime.h>
@@ -15,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/protocol.h"
+#include "worker/calibrate.h"
 #include "worker/native_evaluator.h"
 #include "worker/nvml_energy.h"
 
@@ -96,25 +101,14 @@ kp::Result<kp::eval::DeviceInfo> open_device() {
   return d;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  int request_fd = kp::eval::kRequestFd, reply_fd = kp::eval::kReplyFd;
-  if (argc > 1 && std::string(argv[1]) == "--stdio") {  // for manual debugging
-    request_fd = 0;
-    reply_fd = 1;
-  }
-  FILE* in = fdopen(request_fd, "r");
-  FILE* out = fdopen(reply_fd, "w");
-  if (!in || !out) {
-    std::fprintf(stderr, "kp-worker: fds %d and %d must be open (the orchestrator starts this program)\n", request_fd, reply_fd);
-    return 2;
-  }
+// The worker's state across requests: the device, opened on first use, and the evaluator.
+struct Worker {
   std::unique_ptr<kp::worker::NativeEvaluator> evaluator;
   kp::eval::DeviceInfo device;
   std::string device_error;
   bool device_opened = false;
-  auto ensure_device = [&]() {
+
+  void ensure_device() {
     if (device_opened) return;
     device_opened = true;
     auto d = open_device();
@@ -130,8 +124,115 @@ int main(int argc, char** argv) {
       device.nvml_error = nvml.error().message;
     }
     evaluator = std::make_unique<kp::worker::NativeEvaluator>(device, nvml.ok() ? std::move(*nvml) : nullptr);
-  };
+  }
 
+  // One request, one reply. *exit_code is set when the worker must exit after replying: 0 for
+  // shutdown, 3 when the CUDA context is lost.
+  json handle(const json& req, std::optional<int>* exit_code) {
+    std::string op = req.value("op", "");
+    if (op == "shutdown") {
+      *exit_code = 0;
+      return {{"ok", true}};
+    }
+    if (op == "hello") {
+      ensure_device();
+      if (!evaluator) return {{"ok", false}, {"error", device_error}, {"protocol", kp::eval::kProtocolVersion}};
+      return {{"ok", true}, {"device", kp::eval::to_json(device)}, {"protocol", kp::eval::kProtocolVersion}};
+    }
+    // [worker ops: each block below answers one op]
+    if (op == "calibrate") {  // kernelpro calibrate (worker/calibrate.h)
+      ensure_device();
+      if (!evaluator) return {{"ok", false}, {"id", req.value("id", 0)}, {"error", device_error}};
+      json reply = kp::worker::calibrate_reply(req, device);
+      if (reply.value("exiting", false)) *exit_code = 3;  // a CUDA failure: the context may be lost
+      return reply;
+    }
+    if (op != "eval" && op != "profile")
+      return {{"ok", false}, {"error", fmt::format("unknown op \"{}\" (hello, eval, profile, calibrate, shutdown)", op)}};
+    ensure_device();
+    json reply = {{"id", req.value("id", 0)}};
+    if (!evaluator) {
+      reply["ok"] = false;
+      reply["error"] = device_error;
+      return reply;
+    }
+    auto task = kp::eval::task_from_json(req.value("task", json::object()));
+    if (!task.ok()) {
+      reply["ok"] = false;
+      reply["error"] = task.error().message;
+      return reply;
+    }
+    kp::eval::EvalOptions options = kp::eval::eval_options_from_json(req.value("options", json::object()));
+    uint64_t seed = options.seed ? *options.seed : std::random_device{}() * 0x100000001ull + std::random_device{}();
+    bool poisoned = false;
+    if (op == "profile") {
+      kp::eval::ProfileRequest preq = kp::eval::profile_request_from_json(req.value("profile", json::object()));
+      kp::eval::ProfileReply result = evaluator->profile(*task, req.value("reference", ""), req.value("candidate", ""),
+                                                         options, preq, seed, &poisoned);
+      reply["ok"] = true;
+      reply["profile"] = kp::eval::to_json(result);
+    } else {
+      kp::eval::WorkerReport report =
+          evaluator->evaluate(*task, req.value("reference", ""), req.value("candidate", ""), options, seed, &poisoned);
+      reply["ok"] = true;
+      reply["report"] = kp::eval::to_json(report);
+    }
+    std::fflush(stdout);
+    std::fflush(stderr);
+    reply["exiting"] = poisoned;  // the orchestrator then waits for this process to end
+    if (poisoned) *exit_code = 3;  // the context is lost; the orchestrator starts a fresh worker
+    return reply;
+  }
+};
+
+// --once REQUEST REPLY: answers the one request in the file REQUEST (a JSON object) into the
+// file REPLY, then exits. This is how kp-worker runs under ncu or with the trace library
+// injected: a one-shot process with nothing else in it.
+int run_once(const char* request_path, const char* reply_path) {
+  std::ifstream in(request_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  json req = json::parse(text.str(), nullptr, false);
+  FILE* out = std::fopen(reply_path, "w");
+  if (!out) {
+    std::fprintf(stderr, "kp-worker: cannot write the reply file %s\n", reply_path);
+    return 2;
+  }
+  json reply;
+  std::optional<int> exit_code;
+  if (!in || req.is_discarded() || !req.is_object() || !req.contains("op")) {
+    reply = {{"ok", false}, {"error", fmt::format("malformed request file {}: expected a JSON object with \"op\"", request_path)}};
+  } else {
+    Worker worker;
+    reply = worker.handle(req, &exit_code);
+  }
+  bool ok = write_reply(out, reply);
+  std::fclose(out);
+  return ok ? 0 : 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int request_fd = kp::eval::kRequestFd, reply_fd = kp::eval::kReplyFd;
+  if (argc > 1 && std::string(argv[1]) == "--once") {
+    if (argc != 4) {
+      std::fprintf(stderr, "usage: kp-worker --once REQUEST.json REPLY.json\n");
+      return 2;
+    }
+    return run_once(argv[2], argv[3]);
+  }
+  if (argc > 1 && std::string(argv[1]) == "--stdio") {  // for manual debugging
+    request_fd = 0;
+    reply_fd = 1;
+  }
+  FILE* in = fdopen(request_fd, "r");
+  FILE* out = fdopen(reply_fd, "w");
+  if (!in || !out) {
+    std::fprintf(stderr, "kp-worker: fds %d and %d must be open (the orchestrator starts this program)\n", request_fd, reply_fd);
+    return 2;
+  }
+  Worker worker;
   char* buf = nullptr;
   size_t cap = 0;
   while (true) {
@@ -142,48 +243,11 @@ int main(int argc, char** argv) {
       write_reply(out, {{"ok", false}, {"error", "malformed request: expected a JSON object with \"op\""}});
       continue;
     }
-    std::string op = req.value("op", "");
-    if (op == "shutdown") break;
-    if (op == "hello") {
-      ensure_device();
-      if (!evaluator) {
-        write_reply(out, {{"ok", false}, {"error", device_error}, {"protocol", kp::eval::kProtocolVersion}});
-      } else {
-        write_reply(out, {{"ok", true}, {"device", kp::eval::to_json(device)}, {"protocol", kp::eval::kProtocolVersion}});
-      }
-      continue;
-    }
-    if (op != "eval") {
-      write_reply(out, {{"ok", false}, {"error", fmt::format("unknown op \"{}\" (hello, eval, shutdown)", op)}});
-      continue;
-    }
-    ensure_device();
-    json reply = {{"id", req.value("id", 0)}};
-    if (!evaluator) {
-      reply["ok"] = false;
-      reply["error"] = device_error;
-      write_reply(out, reply);
-      continue;
-    }
-    auto task = kp::eval::task_from_json(req.value("task", json::object()));
-    if (!task.ok()) {
-      reply["ok"] = false;
-      reply["error"] = task.error().message;
-      write_reply(out, reply);
-      continue;
-    }
-    kp::eval::EvalOptions options = kp::eval::eval_options_from_json(req.value("options", json::object()));
-    uint64_t seed = options.seed ? *options.seed : std::random_device{}() * 0x100000001ull + std::random_device{}();
-    bool poisoned = false;
-    kp::eval::WorkerReport report =
-        evaluator->evaluate(*task, req.value("reference", ""), req.value("candidate", ""), options, seed, &poisoned);
-    std::fflush(stdout);
-    std::fflush(stderr);
-    reply["ok"] = true;
-    reply["report"] = kp::eval::to_json(report);
-    reply["exiting"] = poisoned;  // the orchestrator then waits for this process to end
+    std::optional<int> exit_code;
+    json reply = worker.handle(req, &exit_code);
+    if (req.value("op", "") == "shutdown") break;
     write_reply(out, reply);
-    if (poisoned) return 3;  // the context is lost; the orchestrator starts a fresh worker
+    if (exit_code) return *exit_code;
   }
   return 0;
 }

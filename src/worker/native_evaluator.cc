@@ -9,6 +9,7 @@
 #include <thread>
 
 #include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
 #include <fmt/format.h>
 
 #include "eval/compare.h"
@@ -17,6 +18,7 @@
 #include "util/strings.h"
 #include "worker/candidate_library.h"
 #include "worker/device_ops.h"
+#include "worker/profile_hooks.h"
 
 namespace kp::worker {
 
@@ -152,6 +154,35 @@ struct NativeEvaluator::Impl {
   // The worker must not serve another evaluation although its context works: the candidate left
   // threads running that may still launch work into buffers of this evaluation.
   bool retire = false;
+
+  // Per-evaluation state, reset at the start and the end of each request.
+  void begin_evaluation(const task::Task& t, const eval::EvalOptions& o, uint64_t s) {
+    task = &t;
+    options = &o;
+    seed = s;
+    poisoned = false;
+    retire = false;
+    scalars.clear();
+    end_evaluation();
+  }
+  void end_evaluation() {
+    graph_views.clear();
+    sets.clear();
+    ref_outputs.clear();
+    ref_workspace = DeviceBuffer();
+    cand_workspace = DeviceBuffer();
+  }
+
+  // Once per worker: the stream, two events, the L2 flush buffer and checksum scratch.
+  MaybeStop ensure_resources() {
+    if (stream) return std::nullopt;
+    KP_STOP_IF(harness(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "creating a stream"));
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    size_t flush_bytes = std::max<size_t>(static_cast<size_t>(device.l2_bytes) * 4, size_t{256} << 20);
+    KP_STOP_IF(harness(flush.allocate(flush_bytes), "allocating the L2 flush buffer"));
+    return harness(scratch.allocate(8), "allocating scratch");
+  }
 
   MaybeStop cuda_failure(cudaError_t e, const std::string& what) {
     if (e == cudaSuccess) return std::nullopt;
@@ -882,6 +913,96 @@ struct NativeEvaluator::Impl {
     end_phase("energy");
     return stop;
   }
+
+  // Flushes L2 (and resets persisting lines) before an observed call, as timed_call does.
+  MaybeStop flush_l2() {
+    KP_STOP_IF(harness(cudaMemsetAsync(flush.get(), 0, flush.bytes(), stream), "flushing L2"));
+    cudaCtxResetPersistingL2Cache();
+    cudaGetLastError();
+    return harness(cudaStreamSynchronize(stream), "flushing L2");
+  }
+
+  MaybeStop profile_run(const CandidateLibrary& ref, const CandidateLibrary& cand, const eval::ProfileRequest& request,
+                        eval::ProfileReply* reply) {
+    auto phase = Clock::now();
+    auto end_phase = [&](const char* name) {
+      reply->phase_seconds[name] = seconds_since(phase);
+      phase = Clock::now();
+    };
+    for (const auto& s : task->scalars) scalars.push_back({s.name.c_str(), s.is_integer ? 1 : 0, s.f, s.i});
+    sets.resize(1);
+    KP_STOP_IF(allocate_set(sets[0]));
+    ref_outputs.resize(1);
+    for (const auto& s : task->outputs) {
+      ref_outputs[0].emplace_back();
+      KP_STOP_IF(harness(ref_outputs[0].back().allocate(s.bytes()), "allocating reference outputs"));
+    }
+    {
+      kp_args probe = make_args(sets[0], ref_workspace);
+      size_t rb = ref.workspace_bytes(probe), cb = cand.workspace_bytes(probe);
+      if (rb) KP_STOP_IF(harness(ref_workspace.allocate(rb), "allocating the reference workspace"));
+      if (cb) KP_STOP_IF(cuda_failure(cand_workspace.allocate(cb), fmt::format("allocating the candidate's workspace of {} bytes", cb)));
+    }
+    end_phase("setup");
+    eval::WorkerReport check;  // the correctness trial's details; only its stop matters here
+    KP_STOP_IF(fill_inputs(sets[0], 0));
+    KP_STOP_IF(run_reference(ref, 0, &check));
+    KP_STOP_IF(poison_outputs(sets[0]));
+    kp_args args = make_args(sets[0], cand_workspace);
+    KP_STOP_IF(call_and_sync(cand, args, "the candidate"));
+    KP_STOP_IF(compare_outputs(sets[0], 0, &check, "in the profiled run"));
+    end_phase("correctness");
+    for (int i = 0; i < request.warmup_calls; ++i) KP_STOP_IF(call(cand, args, "the candidate"));
+    KP_STOP_IF(cuda_failure(cudaDeviceSynchronize(), "the candidate execution"));
+    end_phase("warmup");
+
+    switch (request.mode) {
+      case eval::ProfileMode::kCupti: {
+        KP_STOP_IF(flush_l2());
+        MaybeStop inner;
+        auto work = [&]() -> std::string {
+          inner = call_and_sync(cand, args, "the candidate");
+          return inner ? inner->reason : std::string();
+        };
+        auto result = collect_range_profile(request.rangeprof_library, request.metrics, work, &reply->collect_seconds);
+        if (inner) return inner;
+        if (!result.ok()) return Stop{Outcome::kRuntimeError, "the CUPTI range profiler: " + result.error().message};
+        reply->range_profile = std::move(*result);
+        reply->calls = 1;
+        break;
+      }
+      case eval::ProfileMode::kNvtx: {
+        auto t0 = Clock::now();
+        for (int i = 0; i < std::max(1, request.calls); ++i) {
+          KP_STOP_IF(flush_l2());
+          nvtxRangePushA("kp_candidate");
+          MaybeStop s = call_and_sync(cand, args, "the candidate");
+          nvtxRangePop();
+          KP_STOP_IF(std::move(s));
+          reply->calls = i + 1;
+        }
+        reply->collect_seconds = seconds_since(t0);
+        break;
+      }
+      case eval::ProfileMode::kTrace: {
+        auto marks = find_trace_marks();
+        if (!marks.ok()) return Stop{Outcome::kRuntimeError, marks.error().message};
+        auto t0 = Clock::now();
+        for (int i = 0; i < std::max(1, request.calls); ++i) {
+          KP_STOP_IF(flush_l2());
+          marks->begin(i);
+          MaybeStop s = call_and_sync(cand, args, "the candidate");
+          marks->end(i);
+          KP_STOP_IF(std::move(s));
+          reply->calls = i + 1;
+        }
+        reply->collect_seconds = seconds_since(t0);
+        break;
+      }
+    }
+    end_phase("collect");
+    return std::nullopt;
+  }
 };
 
 NativeEvaluator::NativeEvaluator(eval::DeviceInfo device, std::unique_ptr<Nvml> nvml) : impl_(std::make_unique<Impl>()) {
@@ -898,28 +1019,13 @@ eval::WorkerReport NativeEvaluator::evaluate(const task::Task& task, const std::
   report.seed = seed;
   for (const auto& o : task.outputs) report.output_names.push_back(o.name);
   Impl& m = *impl_;
-  m.task = &task;
-  m.options = &options;
-  m.seed = seed;
-  m.poisoned = false;
-  m.retire = false;
-  m.graph_views.clear();
-  m.sets.clear();
-  m.ref_outputs.clear();
-  m.scalars.clear();
-  m.ref_workspace = DeviceBuffer();
-  m.cand_workspace = DeviceBuffer();
-
+  m.begin_evaluation(task, options, seed);
   auto finish = [&](Outcome o, std::string reason, std::string cheat = {}) {
     report.outcome = o;
     report.reason = std::move(reason);
     report.cheat = std::move(cheat);
     *context_poisoned = m.poisoned || m.retire;
-    m.graph_views.clear();
-    m.sets.clear();
-    m.ref_outputs.clear();
-    m.ref_workspace = DeviceBuffer();
-    m.cand_workspace = DeviceBuffer();
+    m.end_evaluation();
     return report;
   };
 
@@ -930,18 +1036,37 @@ eval::WorkerReport NativeEvaluator::evaluate(const task::Task& task, const std::
   if (!cand.ok()) return finish(Outcome::kLoadError, cand.error().message);
   report.phase_seconds["load"] = seconds_since(load_start);
 
-  if (!m.stream) {
-    if (MaybeStop s = m.harness(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking), "creating a stream"))
-      return finish(s->outcome, s->reason);
-    cudaEventCreate(&m.start);
-    cudaEventCreate(&m.stop);
-    size_t flush_bytes = std::max<size_t>(static_cast<size_t>(m.device.l2_bytes) * 4, size_t{256} << 20);
-    if (MaybeStop s = m.harness(m.flush.allocate(flush_bytes), "allocating the L2 flush buffer")) return finish(s->outcome, s->reason);
-    if (MaybeStop s = m.harness(m.scratch.allocate(8), "allocating scratch")) return finish(s->outcome, s->reason);
-  }
+  if (MaybeStop s = m.ensure_resources()) return finish(s->outcome, s->reason);
   // Every evaluation starts with no persisting L2, so that what a candidate sets is its own.
   m.clear_persisting_l2();
   if (MaybeStop s = m.run(**ref, **cand, &report)) return finish(s->outcome, s->reason, s->cheat);
+  return finish(Outcome::kOk, "");
+}
+
+eval::ProfileReply NativeEvaluator::profile(const task::Task& task, const std::string& ref_path,
+                                           const std::string& cand_path, const eval::EvalOptions& options,
+                                           const eval::ProfileRequest& request, uint64_t seed, bool* context_poisoned) {
+  eval::ProfileReply reply;
+  reply.seed = seed;
+  reply.mode = request.mode;
+  Impl& m = *impl_;
+  m.begin_evaluation(task, options, seed);
+  auto finish = [&](Outcome o, std::string reason) {
+    reply.outcome = o;
+    reply.reason = std::move(reason);
+    *context_poisoned = m.poisoned || m.retire;
+    m.end_evaluation();
+    return reply;
+  };
+  auto load_start = Clock::now();
+  auto ref = CandidateLibrary::open(ref_path);
+  if (!ref.ok()) return finish(Outcome::kLoadError, "the task's reference: " + ref.error().message);
+  auto cand = CandidateLibrary::open(cand_path);
+  if (!cand.ok()) return finish(Outcome::kLoadError, cand.error().message);
+  reply.phase_seconds["load"] = seconds_since(load_start);
+  if (MaybeStop s = m.ensure_resources()) return finish(s->outcome, s->reason);
+  m.clear_persisting_l2();
+  if (MaybeStop s = m.profile_run(**ref, **cand, request, &reply)) return finish(s->outcome, s->reason);
   return finish(Outcome::kOk, "");
 }
 

@@ -1,0 +1,177 @@
+"""The "profile" op of the KernelBench worker (src/eval/protocol.h, ProfileRequest/ProfileReply).
+
+The candidate's ModelNew is loaded as for an evaluation (own namespace, the problem's seed-42
+construction), passes one correctness trial against the problem's Model, runs its warm-up calls,
+and then one of:
+  cupti  the forward runs once between kp_rp_begin/kp_rp_end of libkp_rangeprof.so (ctypes):
+         every kernel it launches, PyTorch's own included, becomes one range with its counters;
+  nvtx   the forward runs inside the NVTX range "kp_candidate" (the worker runs under ncu);
+  trace  each forward runs between kp_trace_begin/kp_trace_end of the injected libkp_trace.so.
+L2 is flushed before every observed call, as before a timed one. The trace and the Range
+Profiler are never used in the same process (CUDA 13.0 allows one CUPTI subscriber).
+"""
+
+import ctypes
+import os
+import random
+import time
+
+import torch
+
+from . import compare
+from . import loader
+from . import problem as pb
+from .evaluate import Stop, _describe_exception, context_lost, outputs_of, run_guarded, _sync
+
+
+def _trace_marks():
+    path = os.environ.get("CUDA_INJECTION64_PATH")
+    if not path:
+        raise Stop("runtime_error", "a trace request needs libkp_trace.so injected: run the worker with "
+                                    "CUDA_INJECTION64_PATH set to it")
+    try:
+        lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_NOLOAD)
+        begin, end = lib.kp_trace_begin, lib.kp_trace_end
+    except (OSError, AttributeError) as e:
+        raise Stop("runtime_error", f"{path} (CUDA_INJECTION64_PATH) is not libkp_trace.so loaded in this process: {e}")
+    begin.argtypes = end.argtypes = [ctypes.c_int]
+    return begin, end
+
+
+class Profile:
+    def __init__(self, dev, req):
+        self.dev = dev
+        self.req = req
+        self.options = req.get("options", {}) or {}
+        self.request = req.get("profile", {}) or {}
+        task = req.get("task", {}) or {}
+        self.problem_path = req.get("reference") or task.get("problem")
+        self.candidate_path = req.get("candidate")
+        self.dtype = pb.PRECISIONS.get(self.options.get("precision", "fp32"), torch.float32)
+        seed = self.options.get("seed")
+        self.seed = int(seed) if seed is not None else random.SystemRandom().getrandbits(63)
+        self.reply = {"outcome": "crash", "reason": "", "mode": self.request.get("mode", "cupti"), "calls": 0,
+                      "seed": self.seed, "collect_seconds": 0.0, "phase_seconds": {}}
+        self.exiting = False
+
+    def run(self):
+        t = [time.perf_counter()]
+
+        def end(name):
+            now = time.perf_counter()
+            self.reply["phase_seconds"][name] = now - t[0]
+            t[0] = now
+
+        try:
+            self._run(end)
+            self.reply["outcome"] = "ok"
+        except Stop as s:
+            self.reply["outcome"] = s.outcome
+            self.reply["reason"] = s.reason
+            self.exiting = s.outcome == "crash" or bool(s.cheat)
+        except Exception as e:
+            self.reply["outcome"] = "crash"
+            self.reply["reason"] = _describe_exception(e, "the kernelpro worker")
+            self.exiting = context_lost()
+        return self.reply, self.exiting
+
+    def _run(self, end):
+        device = torch.device("cuda", 0)
+        try:
+            prob = pb.Problem(self.problem_path)
+            init = prob.init_inputs()
+            ref = prob.build(prob.Model, init, device, self.dtype)
+        except Exception as e:
+            raise Stop("runtime_error", _describe_exception(e, "the problem's reference"), reference_failed=True)
+        loader._library_path = self.req.get("library")
+        loader._library_source = self.req.get("library_source")
+        build_dir = self.req.get("build_dir")
+        if build_dir and not os.environ.get("TORCH_CUDA_ARCH_LIST"):
+            p = self.dev.props
+            os.environ["TORCH_CUDA_ARCH_LIST"] = f"{p.major}.{p.minor}"
+        try:
+            cand = pb.Candidate(self.candidate_path, build_dir)
+        except pb.CandidateLoadError as e:
+            raise Stop(e.outcome, str(e), cheat=e.cheat)
+        try:
+            new = prob.build(cand.ModelNew, init, device, self.dtype)
+        except Exception as e:
+            raise Stop("crash" if context_lost() else "runtime_error", _describe_exception(e, "ModelNew(*get_init_inputs())"))
+        end("load")
+
+        xs = prob.inputs(random.Random(self.seed).randrange(2 ** 32 - 1), device, self.dtype)
+        pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
+
+        def call():
+            with torch.no_grad():
+                return new(*xs)
+
+        out = outputs_of(run_guarded(call, "the candidate's forward"), "the candidate")
+        run_guarded(_sync, "the candidate's forward")
+        with torch.no_grad():
+            want = outputs_of(ref(*pristine), "the reference")
+        _sync()
+        if len(out) != len(want):
+            raise Stop("incorrect", f"{len(out)} outputs but the reference returns {len(want)}")
+        for i, (o, w) in enumerate(zip(out, want)):
+            c = compare.check_output(o, w)
+            if not c["passed"]:
+                raise Stop("incorrect", f"output {i} in the profiled run: {c['reason']}")
+        del out, want
+        end("correctness")
+        for _ in range(int(self.request.get("warmup_calls", 3))):
+            run_guarded(call, "the candidate's forward")
+        run_guarded(_sync, "the candidate's forward")
+        end("warmup")
+
+        mode = self.request.get("mode", "cupti")
+        calls = max(1, int(self.request.get("calls", 1)))
+        t0 = time.perf_counter()
+        if mode == "cupti":
+            from . import rangeprof
+
+            lib = self.request.get("rangeprof_library") or ""
+            metrics = list(self.request.get("metrics") or [])
+            self.dev.prepare_timed_call()
+            try:
+                prof = rangeprof.RangeProfiler(lib, metrics)
+                prof.begin()
+            except Exception as e:
+                raise Stop("runtime_error", f"the CUPTI range profiler: {e}")
+            try:
+                run_guarded(call, "the candidate's forward")
+                run_guarded(_sync, "the candidate's forward")
+            finally:
+                try:
+                    result = prof.end()
+                except Exception as e:
+                    raise Stop("runtime_error", f"the CUPTI range profiler: {e}")
+                finally:
+                    prof.close()
+            self.reply["range_profile"] = result
+            self.reply["calls"] = 1
+        elif mode == "nvtx":
+            for i in range(calls):
+                self.dev.prepare_timed_call()
+                torch.cuda.nvtx.range_push("kp_candidate")
+                try:
+                    run_guarded(call, "the candidate's forward")
+                    run_guarded(_sync, "the candidate's forward")
+                finally:
+                    torch.cuda.nvtx.range_pop()
+                self.reply["calls"] = i + 1
+        elif mode == "trace":
+            begin, finish = _trace_marks()
+            for i in range(calls):
+                self.dev.prepare_timed_call()
+                begin(i)
+                try:
+                    run_guarded(call, "the candidate's forward")
+                    run_guarded(_sync, "the candidate's forward")
+                finally:
+                    finish(i)
+                self.reply["calls"] = i + 1
+        else:
+            raise Stop("runtime_error", f"unknown profile mode \"{mode}\" (cupti, nvtx, trace)")
+        self.reply["collect_seconds"] = time.perf_counter() - t0
+        end("collect")

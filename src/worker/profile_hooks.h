@@ -1,0 +1,37 @@
+// The worker's handles on the profiling libraries it may find in its own process:
+// libkp_rangeprof.so (the CUPTI Range Profiler, src/profile/cupti/kp_rangeprof_api.h), loaded
+// on request by absolute path, and libkp_trace.so (the CUPTI activity tracer,
+// src/profile/trace/kp_trace_api.h), injected by the driver through CUDA_INJECTION64_PATH.
+// Both are plain C APIs reached through dlopen/dlsym, so kp-worker links no CUPTI itself and
+// runs where CUPTI is missing.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/result.h"
+
+namespace kp::worker {
+
+// Collects metric values for the kernels launched by `work` with the Range Profiler (auto
+// range, kernel replay: one range per kernel). The library is loaded once per process and kept.
+// Returns the library's JSON result ({"passes", "ranges":[{"name","values"}], ...}) and sets
+// *collect_s to the wall time of create..end. `work` returns an empty string on success or the
+// reason it failed; that failure is returned as kRuntimeError. kNotFound when the library cannot
+// be loaded, kUnavailable when CUPTI refuses (counter permission, unsupported device), and
+// kInvalidInput when a metric name is unknown; each message says what to do.
+Result<nlohmann::json> collect_range_profile(const std::string& library_path, const std::vector<std::string>& metrics,
+                                             const std::function<std::string()>& work, double* collect_s);
+
+// kp_trace_begin/kp_trace_end of an injected libkp_trace.so. kNotFound (saying how to inject it)
+// when CUDA_INJECTION64_PATH is unset or the library loaded there does not export them.
+struct TraceMarks {
+  int (*begin)(int call_index) = nullptr;
+  int (*end)(int call_index) = nullptr;
+};
+Result<TraceMarks> find_trace_marks();
+
+}  // namespace kp::worker
