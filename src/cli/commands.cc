@@ -1,5 +1,7 @@
 #include "cli/commands.h"
 
+#include "cli/cli_support.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,6 +12,9 @@
 #include <fmt/format.h>
 
 #include "driver/baseline.h"
+#include "driver/profile_session.h"
+#include "profile/calibration.h"
+#include "report/profile_report.h"
 #include "eval/evaluator.h"
 #include "report/eval_report.h"
 #include "sys/subprocess.h"
@@ -23,110 +28,6 @@ namespace kp::cli {
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr int kExitOk = 0, kExitFailed = 1, kExitBadInput = 2, kExitNotRun = 3, kExitInternal = 4;
-
-int exit_for(const Error& e) {
-  std::fprintf(stderr, "kernelpro: %s\n", e.message.c_str());
-  switch (e.code) {
-    case ErrorCode::kInvalidInput: case ErrorCode::kNotFound: return kExitBadInput;
-    case ErrorCode::kUnavailable: return kExitNotRun;
-    default: return kExitInternal;
-  }
-}
-
-fs::path self_dir() {
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::current_path() : exe.parent_path();
-}
-
-fs::path default_cache_dir() {
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "kernelpro" / "build";
-  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "kernelpro" / "build";
-  return fs::temp_directory_path() / "kernelpro-build-cache";
-}
-
-build::BuildOptions build_options(const CommonFlags& c) {
-  build::BuildOptions b;
-  b.nvcc = c.nvcc;
-  b.arch = c.arch;
-  b.cache_dir = c.cache_dir.empty() ? default_cache_dir() : fs::path(c.cache_dir);
-  // The ABI header: installed beside the binary's source tree.
-  b.include_dir = fs::path(KP_SOURCE_DIR) / "include";
-  return b;
-}
-
-// A scratch directory for workers; kept (and named on stderr) when asked.
-Result<sys::TempDir> make_scratch(const char* prefix, bool keep) {
-  KP_TRY(sys::TempDir dir, sys::TempDir::create(prefix));
-  if (keep) {
-    dir.keep();
-    std::fprintf(stderr, "kernelpro: scratch directory %s\n", dir.path().c_str());
-  }
-  return dir;
-}
-
-Result<fs::path> candidate_path(const task::Task& t, const std::string& given) {
-  if (!given.empty()) return fs::path(given);
-  if (t.seed_path) return *t.seed_path;
-  return make_error(ErrorCode::kInvalidInput,
-                    fmt::format("task {} has no seed.cu; name a candidate: kernelpro eval {} CANDIDATE.cu", t.name, t.dir.string()));
-}
-
-bool is_kernelbench_path(const std::string& path) { return fs::path(path).extension() == ".py"; }
-
-// The Python interpreter for the KernelBench worker: --python, else $KERNELPRO_PYTHON, else python3.
-std::string resolve_python(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* p = std::getenv("KERNELPRO_PYTHON"); p && *p) return p;
-  return "python3";
-}
-
-// `python -m kernelpro_torch.worker` with the source tree's python/ first on PYTHONPATH.
-eval::WorkerOptions python_worker_options(const std::string& python, const fs::path& scratch) {
-  eval::WorkerOptions w;
-  w.argv = {python, "-m", "kernelpro_torch.worker"};
-  std::string path = (fs::path(KP_SOURCE_DIR) / "python").string();
-  if (const char* old = std::getenv("PYTHONPATH"); old && *old) path += std::string(":") + old;
-  w.env = {{"PYTHONPATH", path}};
-  w.scratch_dir = scratch;
-  return w;
-}
-
-// A word as a POSIX shell reads it back: as is when it is plain, else in single quotes.
-std::string shell_quote(const std::string& word) {
-  bool plain = !word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                       "0123456789_-+=./,:@%") == std::string::npos;
-  if (plain) return word;
-  std::string q = "'";
-  for (char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// The options both kinds of evaluation take from the flags; trials and timeout by task kind.
-eval::EvalOptions eval_options(const EvalFlags& flags, int default_trials, double default_timeout_s) {
-  eval::EvalOptions e = flags.options;
-  e.correctness_trials = flags.trials.value_or(default_trials);
-  e.timeout_s = flags.timeout_s.value_or(default_timeout_s);
-  e.seed = flags.seed;
-  if (flags.no_energy) e.energy_window_s = 0;
-  return e;
-}
-
-// Prints the verdict (JSON or text, with `not_run_note` after a not-run text verdict) and
-// returns the exit code.
-int print_verdict(const task::Task& task, const eval::EvalResult& result, bool json, const std::string& not_run_note) {
-  if (json) {
-    std::cout << report::eval_to_json(task, result).dump(2) << "\n";
-  } else {
-    std::cout << report::format_eval_text(task, result);
-    if (result.outcome == eval::Outcome::kNotRun) std::cout << not_run_note;
-  }
-  if (result.outcome == eval::Outcome::kOk) return kExitOk;
-  if (result.outcome == eval::Outcome::kNotRun) return kExitNotRun;
-  return kExitFailed;
-}
 
 int run_kernelbench_eval(const EvalFlags& flags, const CommonFlags& common) {
   auto task = task::load_kernelbench_problem(flags.task);
@@ -330,6 +231,93 @@ int run_baseline(const BaselineFlags& flags) {
                              *flags.time_budget_s, run->remaining, join(quoted, " "));
   }
   return kExitOk;
+}
+
+}  // namespace kp::cli
+
+namespace kp::cli {
+
+namespace {
+
+fs::path calibration_dir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return fs::path(x) / "kernelpro" / "calibration";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".local" / "share" / "kernelpro" / "calibration";
+  return fs::temp_directory_path() / "kernelpro-calibration";
+}
+
+}  // namespace
+
+int run_profile(const ProfileFlags& flags, const CommonFlags& common) {
+  const bool kernelbench = is_kernelbench_path(flags.eval.task);
+  auto task = kernelbench ? task::load_kernelbench_problem(flags.eval.task) : task::load_native_task(flags.eval.task);
+  if (!task.ok()) return exit_for(task.error());
+  fs::path cand;
+  if (kernelbench) {
+    if (flags.eval.candidate.empty())
+      return exit_for(make_error(ErrorCode::kInvalidInput,
+                                 fmt::format("{} is a KernelBench problem: name the candidate .py: kernelpro profile {} "
+                                             "CANDIDATE.py [--cu CANDIDATE.cu]",
+                                             flags.eval.task, flags.eval.task)));
+    cand = flags.eval.candidate;
+  } else {
+    auto c = candidate_path(*task, flags.eval.candidate);
+    if (!c.ok()) return exit_for(c.error());
+    cand = *c;
+  }
+  auto collector = profile::collector_from_string(flags.collector);
+  if (!collector)
+    return exit_for(make_error(ErrorCode::kInvalidInput,
+                               fmt::format("--collector {}: expected cupti (in the worker, the default) or ncu", flags.collector)));
+  if (flags.stage != 1 && flags.stage != 2)
+    return exit_for(make_error(ErrorCode::kInvalidInput, fmt::format("--stage {}: expected 1 or 2", flags.stage)));
+  auto scratch = make_scratch("kernelpro-profile-", common.keep_scratch);
+  if (!scratch.ok()) return exit_for(scratch.error());
+
+  driver::ProfileSessionOptions o;
+  o.evaluator.build = build_options(common);
+  o.evaluator.eval = eval_options(flags.eval, kernelbench ? 5 : 3, kernelbench ? 600 : 120);
+  fs::path worker = common.worker.empty() ? self_dir() / "kp-worker" : fs::path(common.worker);
+  std::string python = resolve_python(flags.eval.python);
+  if (kernelbench) {
+    o.evaluator.worker = python_worker_options(python, scratch->path());
+    o.profiler.once_argv = o.evaluator.worker.argv;
+    o.profiler.once_env = o.evaluator.worker.env;
+  } else {
+    o.evaluator.worker.worker_path = worker;
+    o.evaluator.worker.scratch_dir = scratch->path();
+    o.profiler.once_argv = {fs::absolute(worker).string()};
+  }
+  o.profiler.rangeprof_library = worker.parent_path() / "libkp_rangeprof.so";
+  o.profiler.trace_library = worker.parent_path() / "libkp_trace.so";
+  o.profiler.scratch_dir = scratch->path();
+  o.profiler.timeout_s = o.evaluator.eval.timeout_s;
+  o.profiler.ncu.ncu = flags.ncu;
+  o.profiler.sass.cuobjdump = flags.cuobjdump;
+  o.profiler.sass.search_dirs = {fs::path(KP_SOURCE_DIR) / ".kp-tools" / "python"};
+  o.collector = *collector;
+  o.stage = flags.stage;
+  o.families = flags.families;
+  o.extra_metrics = flags.metrics;
+  o.trace = !flags.no_trace;
+  o.sass = !flags.no_sass;
+  o.compare_ncu = flags.compare_ncu;
+  profile::CalibrationStore store(calibration_dir(flags.calibration_dir));
+  o.ceilings_for = [&](const eval::DeviceInfo& dev, std::string* warning) {
+    return profile::resolve_ceilings(store, dev, warning);
+  };
+  auto page = driver::run_profile(*task, cand, flags.eval.cu, o, [&](const std::string& line) {
+    if (!common.json) std::fprintf(stderr, "kernelpro: %s\n", line.c_str());
+  });
+  if (!page.ok()) return exit_for(page.error());
+  if (common.json) std::cout << report::profile_to_json(*task, *page).dump(2) << "\n";
+  else std::cout << report::format_profile_text(*task, *page);
+  if (page->eval.outcome == eval::Outcome::kNotRun) {
+    if (!common.json)
+      std::cout << "\nNo GPU here: profiling needs an NVIDIA GPU (counters, trace); run the same command on a GPU machine.\n";
+    return kExitNotRun;
+  }
+  return page->eval.outcome == eval::Outcome::kOk ? kExitOk : kExitFailed;
 }
 
 }  // namespace kp::cli

@@ -45,7 +45,28 @@ struct BaselineFlags {
   bool keep_scratch = false;
 };
 
+struct ProfileFlags {
+  EvalFlags eval;                   // task, candidate, --cu, --python, --seed, --timeout
+  std::string collector = "cupti";  // who reads the counters: cupti (in the worker) or ncu
+  int stage = 1;                    // 2: add the stage-2 metric families the class calls for
+  std::vector<std::string> families;  // --family: stage-2 families to collect instead
+  std::vector<std::string> metrics;   // --metrics: extra metric names for stage 1
+  bool no_trace = false, no_sass = false, compare_ncu = false;
+  std::string ncu, cuobjdump;       // tool paths; empty: searched
+  std::string calibration_dir;      // --calibration: where calibrated ceilings are stored
+};
+
+// `kernelpro calibrate` (cli/calibrate_command.cc).
+struct CalibrateFlags {
+  std::string store;       // --store: the calibration folder (default $XDG_DATA_HOME/kernelpro/calibration,
+                           // else ~/.local/share/kernelpro/calibration)
+  double timeout_s = 120;  // --timeout: seconds before the worker is killed
+  bool quick = false;      // --quick: fewer repetitions per figure (tests)
+};
+int run_calibrate(const CalibrateFlags& flags, const CommonFlags& common);
+
 int run_eval(const EvalFlags& flags, const CommonFlags& common);
+int run_profile(const ProfileFlags& flags, const CommonFlags& common);
 int run_build(const BuildFlags& flags, const CommonFlags& common);
 int run_doctor(const CommonFlags& common);
 int run_baseline(const BaselineFlags& flags);

@@ -54,6 +54,31 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   add_common(eval);
 
+  kp::cli::ProfileFlags profile_flags;
+  CLI::App* profile = app.add_subcommand("profile", "the evidence at three levels (counters, SASS, trace) and the roofline class of a candidate");
+  profile->add_option("task", profile_flags.eval.task, "task folder, or a KernelBench problem .py")->required();
+  profile->add_option("candidate", profile_flags.eval.candidate, "candidate .cu (default: the task's seed.cu); for a KernelBench problem, a .py defining ModelNew");
+  profile->add_option("--cu", profile_flags.eval.cu, "KernelBench: the .cu the candidate .py loads (default: <candidate stem>.cu when it exists)");
+  profile->add_option("--python", profile_flags.eval.python, "KernelBench: Python with PyTorch for the worker (default: $KERNELPRO_PYTHON, else python3)");
+  profile->add_option("--collector", profile_flags.collector, "who reads the counters: cupti (in the worker, fast) or ncu (Nsight Compute, the reference)")
+      ->check(CLI::IsMember({"cupti", "ncu"}))
+      ->default_val("cupti");
+  profile->add_option("--stage", profile_flags.stage, "1: stage-1 metrics; 2: also the stage-2 families the class calls for")->default_val(1)->check(CLI::Range(1, 2));
+  profile->add_option("--family", profile_flags.families, "stage-2 families to collect (memory, latency, compute, shared); implies --stage 2")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"memory", "latency", "compute", "shared"}));
+  profile->add_option("--metrics", profile_flags.metrics, "extra metric names for stage 1, comma-separated")->delimiter(',');
+  profile->add_flag("--no-trace", profile_flags.no_trace, "skip the system-level trace");
+  profile->add_flag("--no-sass", profile_flags.no_sass, "skip the SASS listing");
+  profile->add_flag("--compare-ncu", profile_flags.compare_ncu, "also collect the counters with ncu and report how far they differ");
+  profile->add_option("--ncu", profile_flags.ncu, "ncu binary (default: searched in PATH, /usr/local/cuda/bin, /opt/nvidia/nsight-compute)");
+  profile->add_option("--cuobjdump", profile_flags.cuobjdump, "cuobjdump binary (default: the toolkit's, or the nvidia-cuda-cuobjdump wheel)");
+  profile->add_option("--calibration", profile_flags.calibration_dir, "where `kernelpro calibrate` stored this GPU's ceilings (default ~/.local/share/kernelpro/calibration)");
+  profile->add_option("--seed", profile_flags.eval.seed, "input seed (default: private, random)");
+  profile->add_option("--timeout", profile_flags.eval.timeout_s, "seconds before a hanging run is killed (default: 120; 600 for KernelBench problems)")
+      ->check(CLI::PositiveNumber);
+  add_common(profile);
+
   kp::cli::BuildFlags build_flags;
   CLI::App* build = app.add_subcommand("build", "build a candidate and show its resource report (no GPU needed)");
   build->add_option("task", build_flags.task, "task folder")->required();
@@ -76,6 +101,15 @@ int main(int argc, char** argv) {
   baseline->add_option("--python", baseline_flags.python, "Python with PyTorch for the worker (default: $KERNELPRO_PYTHON, else python3)");
   baseline->add_flag("--keep-scratch", baseline_flags.keep_scratch, "keep the worker's scratch directory (logs)");
 
+  kp::cli::CalibrateFlags calibrate_flags;
+  CLI::App* calibrate = app.add_subcommand("calibrate", "measure this GPU's ceilings (bandwidths, FLOP/s per precision) for profile's roofline");
+  calibrate->add_option("--store", calibrate_flags.store, "calibration folder (default ~/.local/share/kernelpro/calibration)");
+  calibrate->add_option("--timeout", calibrate_flags.timeout_s, "seconds before the worker is killed")->default_val(120)->check(CLI::PositiveNumber);
+  calibrate->add_flag("--quick", calibrate_flags.quick, "fewer repetitions per figure");
+  calibrate->add_option("--worker", common.worker, "kp-worker binary (default: beside kernelpro)");
+  calibrate->add_flag("--json", common.json, "print JSON instead of a table");
+  calibrate->add_flag("--keep-scratch", common.keep_scratch, "keep the worker's scratch directory (logs)");
+
   CLI::App* doctor = app.add_subcommand("doctor", "is this machine ready? GPU, driver, nvcc, ncu, NVML, counters, CUTLASS");
   add_common(doctor);
 
@@ -86,8 +120,13 @@ int main(int argc, char** argv) {
   }
   try {
     if (*eval) return kp::cli::run_eval(eval_flags, common);
+    if (*profile) {
+      if (!profile_flags.families.empty()) profile_flags.stage = 2;
+      return kp::cli::run_profile(profile_flags, common);
+    }
     if (*build) return kp::cli::run_build(build_flags, common);
     if (*doctor) return kp::cli::run_doctor(common);
+    if (*calibrate) return kp::cli::run_calibrate(calibrate_flags, common);
     if (*baseline) return kp::cli::run_baseline(baseline_flags);
   } catch (const std::exception& e) {
     // Operational errors are Results; what arrives here is unexpected (a std::filesystem

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Wall time to profile one candidate, by collector, against `ncu --set full` on the same
+# one-shot worker run (the named baseline, measured in the same run):
+#   cupti stage 1   the stage-1 list in the warm worker (CUPTI Range Profiler, kernel replay)
+#   cupti stage 2   stage 1 plus the stage-2 families the class calls for
+#   ncu stage 1     the stage-1 list through ncu on `kp-worker --once`
+#   ncu --set full  the same one-shot request under `ncu --set full`
+# Times are the collection's own (the counters step of `kernelpro profile`), not the eval.
+# Needs a GPU and ncu. Usage: bench/profile_wall.sh [BUILD_DIR] [TASK...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+shift || true
+TASKS=${*:-examples/transpose examples/gelu examples/softmax}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export PATH=/usr/local/cuda/bin:$PATH
+field() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+for t in $TASKS; do
+  n=$(basename "$t")
+  "$BUILD/kernelpro" profile "$t" --no-trace --no-sass --json > "$work/$n-c1.json" 2>/dev/null
+  "$BUILD/kernelpro" profile "$t" --no-trace --no-sass --stage 2 --json > "$work/$n-c2.json" 2>/dev/null
+  "$BUILD/kernelpro" profile "$t" --no-trace --no-sass --collector ncu --keep-scratch --json > "$work/$n-n1.json" 2> "$work/$n-n1.err"
+  scratch=$(sed -n 's/^kernelpro: scratch directory //p' "$work/$n-n1.err" | head -1)
+  req=$(ls "$scratch"/ncu-*.request.json 2>/dev/null | head -1)
+  full=nan
+  if [ -n "$req" ]; then
+    t0=$(date +%s.%N)
+    ncu --clock-control none --set full --nvtx --nvtx-include "kp_candidate/" --target-processes all \
+      --csv --page raw --log-file "$work/full.csv" "$BUILD/kp-worker" --once "$req" "$work/full.reply.json" >/dev/null 2>&1
+    full=$(python3 -c "import time,sys; print(round(time.time()-float(sys.argv[1]),3))" "$t0")
+  fi
+  kt=$(field "$work/$n-c1.json" "round(j['eval']['time']['median_s']*1e3,3)" 2>/dev/null || echo nan)
+  c1=$(field "$work/$n-c1.json" "round(j['counters']['wall_s'],3)" 2>/dev/null || echo nan)
+  c2=$(field "$work/$n-c2.json" "round(j['counters']['wall_s'] + j['seconds'].get('stage2',0),3)" 2>/dev/null || echo nan)
+  n1=$(field "$work/$n-n1.json" "round(j['counters']['wall_s'],3)" 2>/dev/null || echo nan)
+  printf '%-10s kernel %8s ms | cupti stage1 %7s s | cupti stage2 %7s s | ncu stage1 %7s s | ncu --set full %7s s\n' \
+    "$n" "$kt" "$c1" "$c2" "$n1" "$full"
+  python3 - "$c1" "$c2" "$n1" "$full" <<'PY'
+import sys
+c1, c2, n1, full = (float(x) for x in sys.argv[1:])
+print(f"           ratios vs ncu --set full: cupti stage1 {full / c1:.1f}x faster, cupti stage2 {full / c2:.1f}x, "
+      f"ncu stage1 {full / n1:.1f}x")
+PY
+  rm -rf "$scratch"
+done

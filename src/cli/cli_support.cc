@@ -1,0 +1,118 @@
+#include "cli/cli_support.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "report/eval_report.h"
+
+namespace kp::cli {
+
+namespace fs = std::filesystem;
+
+
+int exit_for(const Error& e) {
+  std::fprintf(stderr, "kernelpro: %s\n", e.message.c_str());
+  switch (e.code) {
+    case ErrorCode::kInvalidInput: case ErrorCode::kNotFound: return kExitBadInput;
+    case ErrorCode::kUnavailable: return kExitNotRun;
+    default: return kExitInternal;
+  }
+}
+
+fs::path self_dir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : exe.parent_path();
+}
+
+fs::path default_cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "kernelpro" / "build";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "kernelpro" / "build";
+  return fs::temp_directory_path() / "kernelpro-build-cache";
+}
+
+build::BuildOptions build_options(const CommonFlags& c) {
+  build::BuildOptions b;
+  b.nvcc = c.nvcc;
+  b.arch = c.arch;
+  b.cache_dir = c.cache_dir.empty() ? default_cache_dir() : fs::path(c.cache_dir);
+  // The ABI header: installed beside the binary's source tree.
+  b.include_dir = fs::path(KP_SOURCE_DIR) / "include";
+  return b;
+}
+
+// A scratch directory for workers; kept (and named on stderr) when asked.
+Result<sys::TempDir> make_scratch(const char* prefix, bool keep) {
+  KP_TRY(sys::TempDir dir, sys::TempDir::create(prefix));
+  if (keep) {
+    dir.keep();
+    std::fprintf(stderr, "kernelpro: scratch directory %s\n", dir.path().c_str());
+  }
+  return dir;
+}
+
+Result<fs::path> candidate_path(const task::Task& t, const std::string& given) {
+  if (!given.empty()) return fs::path(given);
+  if (t.seed_path) return *t.seed_path;
+  return make_error(ErrorCode::kInvalidInput,
+                    fmt::format("task {} has no seed.cu; name a candidate: kernelpro eval {} CANDIDATE.cu", t.name, t.dir.string()));
+}
+
+bool is_kernelbench_path(const std::string& path) { return fs::path(path).extension() == ".py"; }
+
+// The Python interpreter for the KernelBench worker: --python, else $KERNELPRO_PYTHON, else python3.
+std::string resolve_python(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* p = std::getenv("KERNELPRO_PYTHON"); p && *p) return p;
+  return "python3";
+}
+
+// `python -m kernelpro_torch.worker` with the source tree's python/ first on PYTHONPATH.
+eval::WorkerOptions python_worker_options(const std::string& python, const fs::path& scratch) {
+  eval::WorkerOptions w;
+  w.argv = {python, "-m", "kernelpro_torch.worker"};
+  std::string path = (fs::path(KP_SOURCE_DIR) / "python").string();
+  if (const char* old = std::getenv("PYTHONPATH"); old && *old) path += std::string(":") + old;
+  w.env = {{"PYTHONPATH", path}};
+  w.scratch_dir = scratch;
+  return w;
+}
+
+// A word as a POSIX shell reads it back: as is when it is plain, else in single quotes.
+std::string shell_quote(const std::string& word) {
+  bool plain = !word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                       "0123456789_-+=./,:@%") == std::string::npos;
+  if (plain) return word;
+  std::string q = "'";
+  for (char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// The options both kinds of evaluation take from the flags; trials and timeout by task kind.
+eval::EvalOptions eval_options(const EvalFlags& flags, int default_trials, double default_timeout_s) {
+  eval::EvalOptions e = flags.options;
+  e.correctness_trials = flags.trials.value_or(default_trials);
+  e.timeout_s = flags.timeout_s.value_or(default_timeout_s);
+  e.seed = flags.seed;
+  if (flags.no_energy) e.energy_window_s = 0;
+  return e;
+}
+
+// Prints the verdict (JSON or text, with `not_run_note` after a not-run text verdict) and
+// returns the exit code.
+int print_verdict(const task::Task& task, const eval::EvalResult& result, bool json, const std::string& not_run_note) {
+  if (json) {
+    std::cout << report::eval_to_json(task, result).dump(2) << "\n";
+  } else {
+    std::cout << report::format_eval_text(task, result);
+    if (result.outcome == eval::Outcome::kNotRun) std::cout << not_run_note;
+  }
+  if (result.outcome == eval::Outcome::kOk) return kExitOk;
+  if (result.outcome == eval::Outcome::kNotRun) return kExitNotRun;
+  return kExitFailed;
+}
+
+}  // namespace kp::cli

@@ -1,0 +1,178 @@
+#include "driver/profile_session.h"
+
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "analysis/stage_two.h"
+#include "profile/metric_lists.h"
+
+namespace kp::driver {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+profile::ProfileTarget target_of(const task::Task& task, const eval::EvalResult& r, const ProfileSessionOptions& o) {
+  profile::ProfileTarget t;
+  t.task = task;
+  t.options = o.evaluator.eval;
+  if (task.kind == task::TaskKind::kKernelBench) {
+    t.reference = task.reference_path;
+    t.candidate = r.candidate;
+    if (r.form == eval::CandidateForm::kPrebuilt && r.candidate_build) {
+      t.files.library = r.candidate_build->artifact;
+      t.files.library_source = r.library_source;
+    } else {
+      t.files.build_dir = o.evaluator.build.cache_dir / "torch_extensions";
+    }
+  } else {
+    t.reference = r.reference_build->artifact;
+    t.candidate = r.candidate_build->artifact;
+  }
+  return t;
+}
+
+// "sm_90a" -> 9, 0.
+void arch_numbers(const std::string& arch, int* major, int* minor) {
+  int n = 0;
+  for (char c : arch)
+    if (c >= '0' && c <= '9') n = n * 10 + (c - '0');
+  if (n >= 10) {
+    *major = n / 10;
+    *minor = n % 10;
+  }
+}
+
+void classify_into(ProfilePage& page) {
+  analysis::RooflineInput in;
+  in.kernels = page.counters->kernels;
+  in.ceilings = page.ceilings;
+  if (page.trace && !page.trace->calls.empty()) {
+    // The median call by span: one representative call.
+    std::vector<profile::TraceCall> calls = page.trace->calls;
+    std::sort(calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a.span_s < b.span_s; });
+    in.trace = calls[calls.size() / 2];
+  }
+  in.call_seconds = page.eval.time.median;
+  page.roofline = analysis::classify(in);
+}
+
+}  // namespace
+
+std::vector<MetricAgreement> compare_collectors(const profile::KernelProfile& cupti, const profile::KernelProfile& ncu) {
+  std::vector<MetricAgreement> out;
+  size_t n = std::min(cupti.kernels.size(), ncu.kernels.size());
+  for (size_t k = 0; k < n; ++k) {
+    const auto& a = cupti.kernels[k];
+    const auto& b = ncu.kernels[k];
+    for (const auto& [metric, va] : a.values) {
+      auto vb = b.get(metric);
+      if (!vb) continue;
+      MetricAgreement m{b.name.empty() ? a.name : b.name, metric, va, *vb, 0};
+      double scale = std::max(std::fabs(*vb), 1e-12);
+      m.relative_difference = (va == *vb) ? 0 : std::fabs(va - *vb) / scale;
+      out.push_back(std::move(m));
+    }
+  }
+  return out;
+}
+
+Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidate, const fs::path& library_source,
+                                const ProfileSessionOptions& options, const ProgressFn& progress) {
+  auto say = [&](const std::string& s) {
+    if (progress) progress(s);
+  };
+  ProfilePage page;
+  eval::Evaluator evaluator(options.evaluator);
+  say("evaluating (build, correctness, timing)");
+  auto t0 = Clock::now();
+  KP_TRY(page.eval, evaluator.evaluate(task, candidate, library_source));
+  page.seconds["eval"] = since(t0);
+  const bool not_run = page.eval.outcome == eval::Outcome::kNotRun;
+  if (page.eval.outcome != eval::Outcome::kOk && !not_run) return page;
+
+  profile::Profiler profiler(options.profiler, evaluator.worker());
+  const eval::DeviceInfo dev = page.eval.device.value_or(eval::DeviceInfo{});
+
+  // Instruction level: no GPU needed, the built object and ptxas' report; without a GPU it is
+  // the whole page.
+  if (options.sass && page.eval.candidate_build && page.eval.candidate_build->ok) {
+    say("stage 1: SASS of the candidate (cuobjdump)");
+    int major = dev.cc_major, minor = dev.cc_minor;
+    const auto& kernels = page.eval.candidate_build->resources.kernels;
+    if (major == 0 && !kernels.empty()) arch_numbers(kernels.front().arch, &major, &minor);
+    t0 = Clock::now();
+    auto s = profiler.sass(page.eval.candidate_build->artifact, page.eval.candidate_build->resources, major, minor);
+    page.seconds["sass"] = since(t0);
+    if (s.ok()) page.sass = std::move(*s);
+    else page.notes.push_back("SASS: " + s.error().message);
+  } else if (options.sass) {
+    page.notes.push_back("SASS: the candidate was built inside the worker (load_inline); use the fast form (.py + .cu) "
+                         "for its SASS and ptxas report");
+  }
+  if (not_run) return page;
+  if (options.ceilings_for) page.ceilings = options.ceilings_for(dev, &page.ceilings_warning);
+  profile::ProfileTarget target = target_of(task, page.eval, options);
+
+  // Kernel level.
+  std::vector<std::string> metrics = profile::merge_metric_lists(profile::stage1_metrics(), options.extra_metrics);
+  say(fmt::format("stage 1: {} counters ({})", metrics.size(), profile::to_string(options.collector)));
+  t0 = Clock::now();
+  auto counters = profiler.counters(target, metrics, options.collector);
+  page.seconds["counters"] = since(t0);
+  if (!counters.ok()) return counters.error();
+  page.counters = std::move(*counters);
+
+  // System level, in a process of its own (one CUPTI subscriber per process).
+  if (options.trace) {
+    say(fmt::format("stage 1: system trace of {} calls (libkp_trace.so)", options.profiler.trace_calls));
+    t0 = Clock::now();
+    auto tr = profiler.trace(target);
+    page.seconds["trace"] = since(t0);
+    if (tr.ok()) page.trace = std::move(*tr);
+    else page.notes.push_back("trace: " + tr.error().message);
+  }
+  classify_into(page);
+
+  if (options.stage >= 2) {
+    page.stage2_families = options.families.empty() ? analysis::stage2_families_for(*page.roofline) : options.families;
+    std::vector<std::string> extra;
+    for (const auto& f : page.stage2_families) {
+      const auto& list = profile::stage2_metrics(f);
+      if (list.empty()) return make_error(ErrorCode::kInvalidInput, fmt::format("unknown stage-2 family \"{}\" (memory, latency, compute, shared)", f));
+      extra = profile::merge_metric_lists(extra, list);
+    }
+    if (!extra.empty()) {
+      say(fmt::format("stage 2: {} counters for {}", extra.size(), fmt::join(page.stage2_families, ", ")));
+      t0 = Clock::now();
+      auto more = profiler.counters(target, extra, options.collector);
+      page.seconds["stage2"] = since(t0);
+      if (!more.ok()) return more.error();
+      for (size_t k = 0; k < page.counters->kernels.size() && k < more->kernels.size(); ++k)
+        for (const auto& [m, v] : more->kernels[k].values) page.counters->kernels[k].values[m] = v;
+      page.counters->metrics = profile::merge_metric_lists(page.counters->metrics, extra);
+      classify_into(page);
+    }
+  }
+
+  if (options.compare_ncu && options.collector != profile::Collector::kNcu) {
+    say("checking the in-process counters against ncu");
+    t0 = Clock::now();
+    auto ncu = profiler.counters(target, page.counters->metrics, profile::Collector::kNcu);
+    page.seconds["ncu"] = since(t0);
+    if (ncu.ok()) {
+      page.agreement = compare_collectors(*page.counters, *ncu);
+      page.ncu_counters = std::move(*ncu);
+    } else {
+      page.notes.push_back("ncu comparison: " + ncu.error().message);
+    }
+  }
+  return page;
+}
+
+}  // namespace kp::driver

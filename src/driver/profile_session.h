@@ -1,0 +1,85 @@
+// `kernelpro profile TASK CANDIDATE`: the evidence at three levels and the roofline class for
+// one candidate (DESIGN.md section 6). Evaluate first (correctness and the median call time,
+// on the warm worker), then stage 1: counters (CUPTI in the worker, or ncu), SASS and ptxas,
+// the system trace, and the class; then, when asked, stage 2: the metric families the class
+// calls for (analysis/stage_two.h), collected the same way, and the class again.
+// Deciding, doing and showing are apart: this collects and classifies; report/ prints.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/roofline.h"
+#include "eval/evaluator.h"
+#include "profile/ceilings.h"
+#include "profile/kernel_metrics.h"
+#include "profile/profiler.h"
+#include "profile/trace/trace.h"
+#include "task/task.h"
+
+namespace kp::driver {
+
+struct ProfileSessionOptions {
+  eval::EvaluatorOptions evaluator;  // build, eval and the warm worker
+  profile::ProfilerOptions profiler;
+  profile::Collector collector = profile::Collector::kCupti;  // who reads the counters
+  // 1: stage-1 metrics only. 2: then the stage-2 families (`families`, or when empty the ones the
+  // class calls for). Default 1.
+  int stage = 1;
+  std::vector<std::string> families;
+  std::vector<std::string> extra_metrics;  // added to stage 1 (--metrics)
+  bool trace = true;                       // the system-level trace (one-shot worker)
+  bool sass = true;                        // cuobjdump of the built candidate
+  // Also collect the same counters with ncu and report how far the two collectors differ
+  // (the check of the in-process path). Default off: it costs an ncu run (~3 s).
+  bool compare_ncu = false;
+  // This GPU's ceilings once its device is known (calibrated, or the datasheet's with a warning
+  // written to *warning). Required.
+  std::function<profile::Ceilings(const eval::DeviceInfo&, std::string* warning)> ceilings_for;
+};
+
+// How far two collectors' values of one metric lie apart on the same kernel.
+struct MetricAgreement {
+  std::string kernel, metric;
+  double cupti = 0, ncu = 0;
+  double relative_difference = 0;  // |cupti - ncu| / max(|ncu|, tiny)
+};
+
+struct ProfilePage {
+  eval::EvalResult eval;
+  std::optional<profile::KernelProfile> counters;  // stage 1, with stage 2's metrics merged in
+  std::vector<std::string> stage2_families;         // collected in stage 2
+  std::optional<profile::KernelProfile> ncu_counters;  // compare_ncu
+  std::vector<MetricAgreement> agreement;            // compare_ncu
+  std::optional<profile::Trace> trace;
+  std::vector<profile::KernelSass> sass;
+  std::optional<analysis::RooflineResult> roofline;
+  profile::Ceilings ceilings;
+  std::string ceilings_warning;
+  // What could not be collected, and why ("trace: libkp_trace.so not found ..."); the page is
+  // still useful without it.
+  std::vector<std::string> notes;
+  // Wall seconds per step: "eval", "counters", "stage2", "ncu", "trace", "sass".
+  std::map<std::string, double> seconds;
+};
+
+// Progress lines ("stage 1: counters (cupti)..."), for the CLI to print.
+using ProgressFn = std::function<void(const std::string&)>;
+
+// Evaluates and profiles. The evaluation's failure is the page's answer (eval.outcome not ok,
+// nothing collected): a wrong or slow-to-build candidate is reported, not profiled. An Error only
+// when the evaluation could not be attempted (as Evaluator::evaluate). Failures of single
+// collectors are notes, except counters under an explicit --collector, which are errors.
+Result<ProfilePage> run_profile(const task::Task& task, const std::filesystem::path& candidate,
+                                const std::filesystem::path& library_source, const ProfileSessionOptions& options,
+                                const ProgressFn& progress = {});
+
+// The agreement of two collections of the same metrics: for each kernel present in both (matched
+// by launch order) and each metric both report, the relative difference.
+std::vector<MetricAgreement> compare_collectors(const profile::KernelProfile& cupti, const profile::KernelProfile& ncu);
+
+}  // namespace kp::driver
