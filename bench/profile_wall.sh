@@ -21,6 +21,7 @@ for t in $TASKS; do
   "$BUILD/kernelpro" profile "$t" --no-trace --no-sass --json > "$work/$n-c1.json" 2>/dev/null
   "$BUILD/kernelpro" profile "$t" --no-trace --no-sass --stage 2 --json > "$work/$n-c2.json" 2>/dev/null
   "$BUILD/kernelpro" profile "$t" --no-trace --no-sass --collector ncu --keep-scratch --json > "$work/$n-n1.json" 2> "$work/$n-n1.err"
+  "$BUILD/kernelpro" profile "$t" --no-trace --no-sass --collector ncu --stage 2 --json > "$work/$n-n2.json" 2>/dev/null
   scratch=$(sed -n 's/^kernelpro: scratch directory //p' "$work/$n-n1.err" | head -1)
   req=$(ls "$scratch"/ncu-*.request.json 2>/dev/null | head -1)
   full=nan
@@ -34,13 +35,14 @@ for t in $TASKS; do
   c1=$(field "$work/$n-c1.json" "round(j['counters']['wall_s'],3)" 2>/dev/null || echo nan)
   c2=$(field "$work/$n-c2.json" "round(j['counters']['wall_s'] + j['seconds'].get('stage2',0),3)" 2>/dev/null || echo nan)
   n1=$(field "$work/$n-n1.json" "round(j['counters']['wall_s'],3)" 2>/dev/null || echo nan)
-  printf '%-10s kernel %8s ms | cupti stage1 %7s s | cupti stage2 %7s s | ncu stage1 %7s s | ncu --set full %7s s\n' \
-    "$n" "$kt" "$c1" "$c2" "$n1" "$full"
-  python3 - "$c1" "$c2" "$n1" "$full" <<'PY'
+  n2=$(field "$work/$n-n2.json" "round(j['counters']['wall_s'] + j['seconds'].get('stage2',0),3)" 2>/dev/null || echo nan)
+  printf '%-10s kernel %7s ms | cupti: stage1 %6s s, +stage2 %6s s | ncu: stage1 %6s s, +stage2 %6s s | ncu --set full %6s s\n' \
+    "$n" "$kt" "$c1" "$c2" "$n1" "$n2" "$full"
+  python3 - "$c1" "$c2" "$n1" "$n2" "$full" <<'PY'
 import sys
-c1, c2, n1, full = (float(x) for x in sys.argv[1:])
-print(f"           ratios vs ncu --set full: cupti stage1 {full / c1:.1f}x faster, cupti stage2 {full / c2:.1f}x, "
-      f"ncu stage1 {full / n1:.1f}x")
+c1, c2, n1, n2, full = (float(x) for x in sys.argv[1:])
+print(f"           against ncu --set full: cupti stage1 {full / c1:.1f}x faster, cupti +stage2 {full / c2:.1f}x, "
+      f"ncu stage1 {full / n1:.1f}x, ncu +stage2 {full / n2:.1f}x")
 PY
   rm -rf "$scratch"
 done

@@ -7,7 +7,7 @@
 set -u
 BUILD=${BUILD:-build-gpu}
 OUT=${OUT:-gpu-results}
-STEPS=${STEPS:-probe ctest calibrate examples wall kb capture}
+STEPS=${STEPS:-probe ctest probe2 calibrate examples wall kb capture}
 mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/kp-cache} XDG_DATA_HOME=${XDG_DATA_HOME:-/tmp/kp-data}
 step() { echo; echo "== $* ($(date -u +%T))"; }
@@ -35,12 +35,15 @@ for s in $STEPS; do
     probe) step "machine"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv
            ncu --version | tail -1; "$KP" doctor ;;
     ctest) step "ctest profiling gpu tests"; (cd "$BUILD" && timeout 400 ctest -L gpu -E python_gpu \
-             -R 'Ncu|Trace|RangeProf|Calibrat|Sass|Profile|Roofline' --output-on-failure --timeout 200) > "$OUT/ctest.log" 2>&1
-           echo "exit $?"; grep -E "tests passed|Failed|\*\*\*|SKIPPED" "$OUT/ctest.log" | head -40 ;;
+             -R 'Ncu|Trace|RangeProf|Calibrat|Sass|Profile|Roofline' --output-on-failure -V --timeout 200) > "$OUT/ctest.log" 2>&1
+           echo "exit $?"; grep -E "tests passed|Failed|\*\*\*|SKIPPED|AGREEMENT" "$OUT/ctest.log" | head -40 ;;
+    probe2) step "stage-2 metrics one by one in the Range Profiler"; timeout 120 bash tests/data/cupti/run_probe.sh "$BUILD" \
+             tests/data/cupti/stage2_metrics.txt "$OUT/probe2" > "$OUT/probe2.log" 2>&1; echo "exit $?"
+           grep -E "KP_RP_METRIC rejected" "$OUT/probe2.log" | head -20 ;;
     calibrate) step "calibrate"; timeout 120 "$KP" calibrate 2>&1 | tee "$OUT/calibrate.log"
            "$KP" calibrate --json > "$OUT/calibrate.json" 2>/dev/null || true ;;
     examples) for t in examples/*/; do n=$(basename "$t")
-             step "profile $n"; timeout 120 "$KP" profile "$t" --compare-ncu --stage 2 --json > "$OUT/profile_$n.json" 2> "$OUT/profile_$n.err"
+             step "profile $n"; timeout 120 "$KP" profile "$t" --stage 2 --json > "$OUT/profile_$n.json" 2> "$OUT/profile_$n.err"
              echo "exit $?"; tail -2 "$OUT/profile_$n.err"; done
            step "summary"; summary "$OUT"/profile_*.json | tee "$OUT/examples_summary.txt"
            step "page (gelu)"; timeout 60 "$KP" profile examples/gelu --stage 2 | tee "$OUT/page_gelu.txt" ;;

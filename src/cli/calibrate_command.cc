@@ -19,15 +19,6 @@ using nlohmann::json;
 
 namespace {
 
-// --store, else $XDG_DATA_HOME/kernelpro/calibration, else ~/.local/share/kernelpro/calibration.
-fs::path store_dir(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return fs::path(x) / "kernelpro" / "calibration";
-  if (const char* h = std::getenv("HOME"); h && *h)
-    return fs::path(h) / ".local" / "share" / "kernelpro" / "calibration";
-  return fs::temp_directory_path() / "kernelpro-calibration";
-}
-
 // In tera-units with three digits: 4.31e12 B/s -> "4.31 TB/s", 1.979e15 OP/s -> "1979 TOP/s"; 0 -> "-".
 std::string format_rate(double v, const char* unit) {
   if (v <= 0) return "-";
@@ -103,7 +94,7 @@ int run_calibrate(const CalibrateFlags& flags, const CommonFlags& common) {
   worker.stop();
   if (!c.ok()) return exit_for(Error(c.error()).wrap(fmt::format("calibrating {}", dev->name)));
 
-  profile::CalibrationStore store(store_dir(flags.store));
+  profile::CalibrationStore store(calibration_dir(flags.store));
   Status saved = store.save(*dev, *c);
   const profile::Ceilings sheet = profile::datasheet_ceilings(*dev);
   if (common.json)

@@ -44,6 +44,13 @@ build::BuildOptions build_options(const CommonFlags& c) {
   return b;
 }
 
+fs::path calibration_dir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return fs::path(x) / "kernelpro" / "calibration";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".local" / "share" / "kernelpro" / "calibration";
+  return fs::temp_directory_path() / "kernelpro-calibration";
+}
+
 // A scratch directory for workers; kept (and named on stderr) when asked.
 Result<sys::TempDir> make_scratch(const char* prefix, bool keep) {
   KP_TRY(sys::TempDir dir, sys::TempDir::create(prefix));

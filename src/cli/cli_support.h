@@ -26,6 +26,9 @@ std::filesystem::path self_dir();
 // $XDG_CACHE_HOME/kernelpro/build, else ~/.cache/kernelpro/build.
 std::filesystem::path default_cache_dir();
 build::BuildOptions build_options(const CommonFlags& c);
+// Where `kernelpro calibrate` stores ceilings: the flag (--store, --calibration) when given,
+// else $XDG_DATA_HOME/kernelpro/calibration, else ~/.local/share/kernelpro/calibration.
+std::filesystem::path calibration_dir(const std::string& flag);
 // A scratch directory for workers; kept (and named on stderr) when asked.
 Result<sys::TempDir> make_scratch(const char* prefix, bool keep);
 // The candidate named on the command line, else the task's seed.cu.

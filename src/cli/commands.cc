@@ -237,17 +237,6 @@ int run_baseline(const BaselineFlags& flags) {
 
 namespace kp::cli {
 
-namespace {
-
-fs::path calibration_dir(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return fs::path(x) / "kernelpro" / "calibration";
-  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".local" / "share" / "kernelpro" / "calibration";
-  return fs::temp_directory_path() / "kernelpro-calibration";
-}
-
-}  // namespace
-
 int run_profile(const ProfileFlags& flags, const CommonFlags& common) {
   const bool kernelbench = is_kernelbench_path(flags.eval.task);
   auto task = kernelbench ? task::load_kernelbench_problem(flags.eval.task) : task::load_native_task(flags.eval.task);

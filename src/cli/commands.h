@@ -65,7 +65,14 @@ struct CalibrateFlags {
 };
 int run_calibrate(const CalibrateFlags& flags, const CommonFlags& common);
 
+struct ClassifyFlags {
+  std::string csv;              // an ncu table: --csv --page raw --print-units base
+  std::string gpu;              // the GPU's name when the table lacks device__attribute_display_name
+  std::string calibration_dir;  // --calibration
+};
+
 int run_eval(const EvalFlags& flags, const CommonFlags& common);
+int run_classify(const ClassifyFlags& flags, const CommonFlags& common);
 int run_profile(const ProfileFlags& flags, const CommonFlags& common);
 int run_build(const BuildFlags& flags, const CommonFlags& common);
 int run_doctor(const CommonFlags& common);

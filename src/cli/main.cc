@@ -79,6 +79,13 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   add_common(profile);
 
+  kp::cli::ClassifyFlags classify_flags;
+  CLI::App* classify = app.add_subcommand("classify", "the roofline class of every kernel in an ncu table you already have (no GPU needed)");
+  classify->add_option("csv", classify_flags.csv, "ncu output: --csv --page raw --print-units base (--set full, or kernelpro's stage-1 list)")->required();
+  classify->add_option("--gpu", classify_flags.gpu, "the GPU's name, when the table does not say (e.g. \"NVIDIA H200\")");
+  classify->add_option("--calibration", classify_flags.calibration_dir, "where `kernelpro calibrate` stored the ceilings (default ~/.local/share/kernelpro/calibration)");
+  classify->add_flag("--json", common.json, "print JSON instead of a table");
+
   kp::cli::BuildFlags build_flags;
   CLI::App* build = app.add_subcommand("build", "build a candidate and show its resource report (no GPU needed)");
   build->add_option("task", build_flags.task, "task folder")->required();
@@ -124,6 +131,7 @@ int main(int argc, char** argv) {
       if (!profile_flags.families.empty()) profile_flags.stage = 2;
       return kp::cli::run_profile(profile_flags, common);
     }
+    if (*classify) return kp::cli::run_classify(classify_flags, common);
     if (*build) return kp::cli::run_build(build_flags, common);
     if (*doctor) return kp::cli::run_doctor(common);
     if (*calibrate) return kp::cli::run_calibrate(calibrate_flags, common);

@@ -152,18 +152,26 @@ Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidat
       t0 = Clock::now();
       auto more = profiler.counters(target, extra, options.collector);
       page.seconds["stage2"] = since(t0);
-      if (!more.ok()) return more.error();
-      for (size_t k = 0; k < page.counters->kernels.size() && k < more->kernels.size(); ++k)
-        for (const auto& [m, v] : more->kernels[k].values) page.counters->kernels[k].values[m] = v;
-      page.counters->metrics = profile::merge_metric_lists(page.counters->metrics, extra);
-      classify_into(page);
+      if (more.ok()) {
+        for (size_t k = 0; k < page.counters->kernels.size() && k < more->kernels.size(); ++k)
+          for (const auto& [m, v] : more->kernels[k].values) page.counters->kernels[k].values[m] = v;
+        page.counters->metrics = profile::merge_metric_lists(page.counters->metrics, extra);
+        classify_into(page);
+      } else {
+        page.notes.push_back(fmt::format("stage 2 ({}): {}", fmt::join(page.stage2_families, ", "), more.error().message));
+        page.stage2_families.clear();
+      }
     }
   }
 
   if (options.compare_ncu && options.collector != profile::Collector::kNcu) {
     say("checking the in-process counters against ncu");
     t0 = Clock::now();
-    auto ncu = profiler.counters(target, page.counters->metrics, profile::Collector::kNcu);
+    // Like for like: kernel replay in process leaves L2 as the previous pass (and CUPTI's memory
+    // restore) left it, so ncu runs without its cache flush here.
+    profile::NcuOptions like = options.profiler.ncu;
+    like.cache_control = profile::NcuOptions::CacheControl::kNone;
+    auto ncu = profiler.counters(target, page.counters->metrics, profile::Collector::kNcu, &like);
     page.seconds["ncu"] = since(t0);
     if (ncu.ok()) {
       page.agreement = compare_collectors(*page.counters, *ncu);

@@ -72,7 +72,7 @@ Result<eval::ProfileReply> Profiler::read_once_reply(const OnceRun& run, const s
 }
 
 Result<KernelProfile> Profiler::counters(const ProfileTarget& target, const std::vector<std::string>& metrics,
-                                         Collector collector) {
+                                         Collector collector, const NcuOptions* ncu_override) {
   eval::ProfileRequest request;
   request.metrics = metrics;
   request.warmup_calls = options_.warmup_calls;
@@ -101,7 +101,7 @@ Result<KernelProfile> Profiler::counters(const ProfileTarget& target, const std:
   request.mode = eval::ProfileMode::kNvtx;
   request.calls = 1;
   KP_TRY(OnceRun run, prepare_once(target, request, "ncu"));
-  NcuOptions ncu = options_.ncu;
+  NcuOptions ncu = ncu_override ? *ncu_override : options_.ncu;
   ncu.metrics = metrics;
   ncu.log_file = options_.scratch_dir / fmt::format("ncu-{}.csv", runs_);
   if (ncu.timeout_s <= 0) ncu.timeout_s = options_.timeout_s;

@@ -70,8 +70,9 @@ class Profiler {
   // candidate first passes one correctness trial; when it does not, kInvalidInput saying so.
   // Other errors: the collector's (ncu missing: kNotFound; counters not permitted: kUnavailable,
   // with the fix; an unknown metric: kInvalidInput), a worker crash or timeout: kTool.
+  // `ncu` replaces options.ncu for this run when given (the comparison run turns cache control off).
   Result<KernelProfile> counters(const ProfileTarget& target, const std::vector<std::string>& metrics,
-                                 Collector collector);
+                                 Collector collector, const NcuOptions* ncu = nullptr);
 
   // The system-level trace of options.trace_calls candidate calls. Errors as counters().
   Result<Trace> trace(const ProfileTarget& target);

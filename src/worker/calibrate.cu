@@ -536,12 +536,16 @@ Result<CalibrationFigure> measure_dram(Context& ctx) {
   std::string note = bytes < wanted ? printf_string(" (less than 8 x L2: only %s free)",
                                                     gib(static_cast<double>(free_memory())).c_str())
                                     : "";
+  // The ceiling is the faster of the two: both are honest ways to move the bytes, and on the
+  // H200 the copy engine path of cudaMemcpy reached 4.27e12 B/s against the kernel's 3.91e12.
+  const double kernel_rate = moved / kernel_s, memcpy_rate = moved / memcpy_s;
   return CalibrationFigure{
-      moved / kernel_s,
-      printf_string("copy kernel, 128-bit grid-stride loads and stores, %s read + %s written%s, %s; cudaMemcpy "
-                    "device-to-device of the same size: %s B/s",
-                    gib(static_cast<double>(bytes)).c_str(), gib(static_cast<double>(bytes)).c_str(), note.c_str(),
-                    ctx.reps_text().c_str(), sci(moved / memcpy_s).c_str())};
+      std::max(kernel_rate, memcpy_rate),
+      printf_string("max of a copy kernel (128-bit grid-stride loads and stores: %s B/s) and cudaMemcpy "
+                    "device-to-device (%s B/s), %s read + %s written%s, %s: %s",
+                    sci(kernel_rate).c_str(), sci(memcpy_rate).c_str(), gib(static_cast<double>(bytes)).c_str(),
+                    gib(static_cast<double>(bytes)).c_str(), note.c_str(), ctx.reps_text().c_str(),
+                    memcpy_rate > kernel_rate ? "cudaMemcpy" : "the kernel")};
 }
 
 Result<CalibrationFigure> measure_l2(Context& ctx) {

@@ -64,28 +64,40 @@ Result<nlohmann::json> collect_range_profile(const std::string& library_path, co
                                              const std::function<std::string()>& work, double* collect_s) {
   KP_TRY(const RangeProfilerApi* api, load_range_profiler(library_path));
   if (metrics.empty()) return make_error(ErrorCode::kInvalidInput, "the profile request names no metrics");
-  std::vector<const char*> names;
-  for (const auto& m : metrics) names.push_back(m.c_str());
+  // One session per metric list, kept across requests: creating one (config image, counter
+  // data) and its first begin cost 0.14 s and 0.17 s on the H200, a later begin 0.008 s.
+  static void* session = nullptr;
+  static std::vector<std::string> session_metrics;
   char err[1024] = {0};
   auto t0 = std::chrono::steady_clock::now();
-  void* session = api->create(names.data(), static_cast<int>(names.size()), 64, err, sizeof err);
-  if (!session) return range_profiler_error("creating a Range Profiler session", err);
-  auto finish = [&]() {
-    api->destroy(session);
-    *collect_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto drop = [&]() {
+    if (session) api->destroy(session);
+    session = nullptr;
+    session_metrics.clear();
   };
+  auto finish = [&]() { *collect_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  if (session && session_metrics != metrics) drop();
+  if (!session) {
+    std::vector<const char*> names;
+    for (const auto& m : metrics) names.push_back(m.c_str());
+    session = api->create(names.data(), static_cast<int>(names.size()), 256, err, sizeof err);
+    if (!session) {
+      finish();
+      return range_profiler_error("creating a Range Profiler session", err);
+    }
+    session_metrics = metrics;
+  }
   if (api->begin(session, err, sizeof err) != 0) {
+    drop();
     finish();
     return range_profiler_error("starting the Range Profiler", err);
   }
   std::string failed = work();
   int end_rc = api->end(session, err, sizeof err);
-  if (!failed.empty()) {
+  if (!failed.empty() || end_rc != 0) {
+    drop();
     finish();
-    return make_error(ErrorCode::kTool, failed);
-  }
-  if (end_rc != 0) {
-    finish();
+    if (!failed.empty()) return make_error(ErrorCode::kTool, failed);
     return range_profiler_error("stopping the Range Profiler", err);
   }
   const char* text = api->result_json(session);

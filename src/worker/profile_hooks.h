@@ -17,7 +17,9 @@
 namespace kp::worker {
 
 // Collects metric values for the kernels launched by `work` with the Range Profiler (auto
-// range, kernel replay: one range per kernel). The library is loaded once per process and kept.
+// range, kernel replay: one range per kernel). The library is loaded once per process and kept,
+// and so is the session of the last metric list (up to 256 kernels per call): the next request
+// with the same list skips its set-up. Not thread-safe (the worker serves one request at a time).
 // Returns the library's JSON result ({"passes", "ranges":[{"name","values"}], ...}) and sets
 // *collect_s to the wall time of create..end. `work` returns an empty string on success or the
 // reason it failed; that failure is returned as kRuntimeError. kNotFound when the library cannot

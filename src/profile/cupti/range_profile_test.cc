@@ -129,6 +129,21 @@ TEST(RangeProfile, ProbeMetricFileIsTheStage1List) {
   EXPECT_EQ(names, stage1_metrics()) << "regenerate tests/data/cupti/stage1_metrics.txt from metric_lists.cc";
 }
 
+// tests/data/cupti/stage2_metrics.txt holds every stage-2 family's metrics, in order, so that
+// the probe (--each) can check on a GPU that the Range Profiler accepts each of them.
+TEST(RangeProfile, ProbeStage2FileHoldsEveryFamily) {
+  auto text = read_file((testing::test_data_dir() / "cupti" / "stage2_metrics.txt").string());
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  std::vector<std::string> names, want;
+  for (const std::string& line : split(*text, '\n')) {
+    std::string t(trim(line));
+    if (!t.empty() && t[0] != '#') names.push_back(t);
+  }
+  for (const auto& f : stage2_families())
+    for (const auto& m : stage2_metrics(f)) want.push_back(m);
+  EXPECT_EQ(names, want) << "regenerate tests/data/cupti/stage2_metrics.txt from metric_lists.cc";
+}
+
 // Real output of kp_rangeprof_probe on the H200 (tests/data/cupti/run_probe.sh's probe.txt),
 // when it has been captured: every session's result parses; the overflow session's is refused.
 TEST(RangeProfile, ParsesTheProbeOutputCapturedOnTheH200) {

@@ -86,7 +86,9 @@ Result<fs::path> find_ncu(const NcuOptions& options) {
 std::vector<std::string> ncu_argv(const NcuOptions& options, const fs::path& ncu,
                                   const std::vector<std::string>& program_argv) {
   std::vector<std::string> argv = {ncu.string()};
-  argv.insert(argv.end(), {"--clock-control", "none", "--cache-control", "all", "--replay-mode", "kernel"});
+  argv.insert(argv.end(), {"--clock-control", "none", "--cache-control",
+                           options.cache_control == NcuOptions::CacheControl::kNone ? "none" : "all", "--replay-mode",
+                           "kernel"});
   argv.insert(argv.end(), {"--target-processes", "all"});
   if (!options.nvtx_range.empty()) {
     argv.insert(argv.end(), {"--nvtx", "--nvtx-include", options.nvtx_range + "/"});
@@ -191,6 +193,20 @@ Result<KernelProfile> run_ncu(const NcuOptions& options, const sys::Command& pro
                       fmt::format("ncu profiled no kernel of {}: {}; log: {}", what, where, options.log_file.string()));
   }
 
+  if (!options.set_full) {
+    // ncu drops an unknown metric without a word: its column is simply missing from the header.
+    std::string_view header = log;
+    if (size_t at = header.find("\"ID\","); at != std::string_view::npos) header = header.substr(at);
+    header = header.substr(0, header.find('\n'));
+    std::vector<std::string> unknown;
+    for (const auto& m : options.metrics)
+      if (header.find("\"" + m + "\"") == std::string_view::npos) unknown.push_back(m);
+    if (!unknown.empty())
+      return make_error(ErrorCode::kInvalidInput,
+                        fmt::format("ncu rejected the metric{} {} on this GPU (no such column in its table): check "
+                                    "the names with `ncu --query-metrics`",
+                                    unknown.size() > 1 ? "s" : "", join(unknown, ", ")));
+  }
   KernelProfile profile;
   profile.collector = Collector::kNcu;
   profile.kernels = std::move(parsed).value();

@@ -47,6 +47,11 @@ struct NcuOptions {
   // an H200, twice the time). Only for comparison runs against ncu's own analysis; never the
   // default.
   bool set_full = false;
+  // --cache-control: kFlushAll (ncu's default: caches flushed and invalidated before every
+  // replay pass) or kNone (caches as the previous pass left them, which is what the CUPTI Range
+  // Profiler's kernel replay gives; kernelpro profile --compare-ncu uses it so that the two
+  // collectors measure the same thing).
+  enum class CacheControl { kFlushAll, kNone } cache_control = CacheControl::kFlushAll;
 };
 
 // The ncu executable that run_ncu would use. With options.ncu set: that path when it is an
@@ -68,7 +73,9 @@ std::vector<std::string> ncu_argv(const NcuOptions& options, const std::filesyst
 // Errors, each saying what to do:
 //   kInvalidInput  empty program argv, empty metrics without set_full, empty log_file; or ncu
 //                  rejected a metric name (the message names it: "ncu rejected the metric X on
-//                  this GPU ...")
+//                  this GPU ..."); ncu 2025.3 also drops an unknown metric silently and exits 0
+//                  (seen on the H200): a requested metric with no column in the table is
+//                  reported the same way
 //   kNotFound      no ncu (find_ncu); or no kernel was profiled ("No kernels were profiled", or
 //                  an empty table): no kernel ran inside the NVTX range
 //   kUnavailable   ERR_NVGPUCTRPERM anywhere in ncu's output or log: counters restricted to

@@ -2,6 +2,7 @@
 // needs a GPU): it takes the same argv, runs the program, and writes a captured real log, or one
 // of ncu's errors, to the --log-file as $FAKE_NCU_MODE says. The real ncu is exercised by
 // ncu_runner_gpu_test.cc on the GPU machine.
+#include <algorithm>
 #include "profile/ncu/ncu_runner.h"
 
 #include <gtest/gtest.h>
@@ -100,6 +101,9 @@ TEST_F(NcuRunnerTest, SuccessReadsTheLogAndKeepsTheProgramsEnvironmentAndDirecto
   sys::Command p = program("ok", "pwd > where.txt; echo \"$MY_VAR\" >> where.txt");
   p.cwd = dir_.string();
   p.env_set.emplace_back("MY_VAR", "set-by-test");
+  // Metrics that the captured table (ncu_nvtx_small_raw.csv) has columns for.
+  options_.metrics = {"gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+                      "sm__throughput.avg.pct_of_peak_sustained_elapsed"};
   auto r = run_ncu(options_, p);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->collector, Collector::kNcu);
@@ -108,7 +112,7 @@ TEST_F(NcuRunnerTest, SuccessReadsTheLogAndKeepsTheProgramsEnvironmentAndDirecto
   EXPECT_EQ(r->kernels[0].grid, (std::array<int64_t, 3>{4096, 1, 1}));
   EXPECT_EQ(r->kernels[0].get("dram__bytes_read.sum"), 1610642688.0);
   EXPECT_EQ(r->passes, 11);
-  EXPECT_EQ(r->metrics, stage1_metrics());
+  EXPECT_EQ(r->metrics, options_.metrics);
   EXPECT_EQ(r->log_path, options_.log_file.string());
   EXPECT_GT(r->wall_s, 0.0);
 
@@ -121,6 +125,46 @@ TEST_F(NcuRunnerTest, SuccessReadsTheLogAndKeepsTheProgramsEnvironmentAndDirecto
   std::vector<std::string> want = ncu_argv(options_, options_.ncu, p.argv);
   want.erase(want.begin());  // the fake sees its arguments, not its own path
   EXPECT_EQ(split_lines(*argv), want);
+}
+
+// ncu 2025.3 drops a metric it does not know and exits 0 (seen on the H200 with
+// sm__no_such_counter.sum): the missing column is how kernelpro tells.
+TEST_F(NcuRunnerTest, AMetricWithNoColumnIsNamedAsRejected) {
+  options_.metrics = {"gpu__time_duration.sum", "sm__no_such_counter.sum"};
+  auto r = run_ncu(options_, program("ok", "true"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidInput);
+  EXPECT_NE(r.error().message.find("sm__no_such_counter.sum"), std::string::npos) << r.error().message;
+  EXPECT_EQ(r.error().message.find("gpu__time_duration.sum"), std::string::npos) << r.error().message;
+}
+
+// The two logs real ncu 2025.3 wrote on the H200 (tests/data/ncu/*_h200.log), served by the fake.
+TEST_F(NcuRunnerTest, RealH200LogsOfAnUnknownMetricAndAnEmptyRangeAreExplained) {
+  options_.metrics = {"gpu__time_duration.sum", "sm__no_such_counter.sum"};
+  sys::Command p = program("ok", "true");
+  p.env_set.emplace_back("FAKE_NCU_FIXTURE", (testing::test_data_dir() / "ncu" / "ncu_unknown_metric_h200.log").string());
+  auto r = run_ncu(options_, p);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidInput);
+  EXPECT_NE(r.error().message.find("sm__no_such_counter.sum"), std::string::npos) << r.error().message;
+
+  options_.metrics = {"gpu__time_duration.sum"};
+  p = program("ok", "true");
+  p.env_set.emplace_back("FAKE_NCU_FIXTURE", (testing::test_data_dir() / "ncu" / "ncu_no_kernels_h200.log").string());
+  r = run_ncu(options_, p);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(r.error().message.find("kp_candidate"), std::string::npos) << r.error().message;
+}
+
+TEST(NcuArgv, CacheControlNoneIsPassedForLikeForLikeComparisons) {
+  NcuOptions o;
+  o.log_file = "/tmp/x.csv";
+  o.cache_control = NcuOptions::CacheControl::kNone;
+  auto argv = ncu_argv(o, "/usr/bin/ncu", {"prog"});
+  auto at = std::find(argv.begin(), argv.end(), "--cache-control");
+  ASSERT_NE(at, argv.end());
+  EXPECT_EQ(*(at + 1), "none");
 }
 
 TEST_F(NcuRunnerTest, StaleLogIsNotRead) {

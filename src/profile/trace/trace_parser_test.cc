@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/paths.h"
+
+#include "util/strings.h"
+
 namespace kp::profile {
 namespace {
 
@@ -93,6 +97,29 @@ TEST(TraceParser, GroupsRecordsByCallSortedByStartAndDemangled) {
   EXPECT_EQ(t->dropped_records, 5u);
   EXPECT_TRUE(t->finished);
   EXPECT_TRUE(t->error.empty());
+}
+
+// A real trace: libkp_trace.so injected into tests/data/trace/traced_app.cu on the H200.
+TEST(TraceParser, ReadsTheTraceCapturedOnTheH200) {
+  auto text = read_file((testing::test_data_dir() / "trace" / "traced_app_h200.jsonl").string());
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  auto t = parse_trace(*text);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_TRUE(t->error.empty()) << t->error;
+  EXPECT_TRUE(t->finished);
+  EXPECT_EQ(t->dropped_records, 0u);
+  ASSERT_EQ(t->calls.size(), 3u);
+  for (const auto& c : t->calls) {
+    ASSERT_EQ(c.kernels.size(), 3u);
+    EXPECT_EQ(c.kernels[0].name, "scale_kernel(float*, int, float)");
+    EXPECT_EQ(c.streams, 2);
+    EXPECT_GE(c.gaps_s, 0.0);
+    EXPECT_LE(c.busy_s, c.span_s);
+    ASSERT_FALSE(c.copies.empty());
+  }
+  bool warmup_outside = false;
+  for (const auto& k : t->outside.kernels) warmup_outside |= k.name == "warmup_kernel(int*)";
+  EXPECT_TRUE(warmup_outside);
 }
 
 TEST(TraceParser, FillsDerivedTimesOfEachCall) {
