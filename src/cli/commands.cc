@@ -14,6 +14,8 @@
 #include "driver/baseline.h"
 #include "driver/profile_session.h"
 #include "profile/calibration.h"
+#include "profile/ncu/ncu_runner.h"
+#include "profile/sass/cuobjdump.h"
 #include "report/profile_report.h"
 #include "eval/evaluator.h"
 #include "report/eval_report.h"
@@ -156,9 +158,21 @@ int run_doctor(const CommonFlags& common) {
   line(torch.has_value(), "torch", torch ? fmt::format("{} ({})", *torch, python) : fmt::format("not importable by {}", python),
        "pip install torch (KernelBench problems and `kernelpro baseline` need it), or set KERNELPRO_PYTHON to a Python that has it");
 
-  auto ncu = probe({"ncu", "--version"});
-  line(ncu.has_value(), "ncu", ncu.value_or("not found"),
-       "install Nsight Compute (ships with the CUDA toolkit) for kernel-level profiles; eval does not need it");
+  profile::NcuOptions ncu_options;
+  auto ncu_path = profile::find_ncu(ncu_options);
+  auto ncu = ncu_path.ok() ? profile::ncu_version(*ncu_path) : Result<std::string>(ncu_path.error());
+  line(ncu.ok(), "ncu", ncu.ok() ? fmt::format("{} ({})", *ncu, ncu_path->string()) : ncu.error().message,
+       "install Nsight Compute (ships with the CUDA toolkit): `profile --collector ncu` and --compare-ncu need it; the "
+       "default in-process collector does not");
+  profile::SassToolOptions sass_options;
+  sass_options.search_dirs = {fs::path(KP_SOURCE_DIR) / ".kp-tools" / "python"};
+  auto cuobjdump = profile::find_cuobjdump(sass_options);
+  line(cuobjdump.ok(), "cuobjdump", cuobjdump.ok() ? cuobjdump->string() : cuobjdump.error().message,
+       "bash scripts/setup.sh installs the nvidia-cuda-cuobjdump wheel; `profile` needs it for the SASS level");
+  fs::path worker_dir = (common.worker.empty() ? self_dir() / "kp-worker" : fs::path(common.worker)).parent_path();
+  for (auto [label, lib] : {std::pair{"rangeprof", "libkp_rangeprof.so"}, std::pair{"trace", "libkp_trace.so"}})
+    line(fs::exists(worker_dir / lib), label, (worker_dir / lib).string(),
+         "build it (cmake --build build); `profile` needs it for in-process counters and the system trace");
   auto params = read_file("/proc/driver/nvidia/params");
   if (params.ok()) {
     bool admin_only = params->find("RmProfilingAdminOnly: 1") != std::string::npos;
