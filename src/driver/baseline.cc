@@ -26,15 +26,6 @@ namespace {
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::string utc_now() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 Status write_atomic(const fs::path& path, const std::string& text) {
   fs::path tmp = path;
   tmp += fmt::format(".tmp.{}", static_cast<long>(getpid()));
@@ -388,7 +379,7 @@ Result<BaselineRun> run_baseline(const BaselineOptions& o, const std::function<v
           fmt::format("{} holds baselines measured on {}, but this worker's GPU is {}; times from two GPUs "
                       "must not mix: pass another --out",
                       doc_path.string(), recorded_hw, b.reply.hardware));
-    record_baseline(doc, p, todo[i].modes, b.reply, BaselineRecordInfo{o.warmup, o.trials, utc_now(), wall});
+    record_baseline(doc, p, todo[i].modes, b.reply, BaselineRecordInfo{o.warmup, o.trials, utc_now_iso8601(), wall});
     KP_TRY_STATUS(write_baseline_files(run.out_dir, doc));
     ++run.attempted;
 

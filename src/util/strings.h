@@ -23,6 +23,10 @@ std::string tail_lines(std::string_view text, size_t max_lines);
 Result<std::string> read_file(const std::string& path);
 // Writes a whole file (truncating). kIo with the path on failure.
 Status write_file(const std::string& path, std::string_view content);
+// True when path names a regular file this process may execute.
+bool is_executable_file(const std::string& path);
+// The current time in UTC as ISO 8601 to the second: "2026-12-03T07:41:57Z".
+std::string utc_now_iso8601();
 
 // Formats a duration given in seconds with a unit that keeps 3 significant digits:
 // 0.0000123 -> "12.3 us", 0.0456 -> "45.6 ms", 2.5 -> "2.50 s".

@@ -1,6 +1,8 @@
 // The "calibrate" op: runs the microbenchmarks (calibrate.cu) and writes the reply.
 #include "worker/calibrate.h"
 
+#include "util/strings.h"
+
 #include <ctime>
 #include <memory>
 
@@ -12,15 +14,6 @@
 namespace kp::worker {
 
 namespace {
-
-std::string utc_now_iso8601() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 }  // namespace
 
@@ -44,7 +37,7 @@ nlohmann::json calibrate_reply(const nlohmann::json& request, const eval::Device
                       {"cc_minor", device.cc_minor},
                       {"sm_count", device.sm_count},
                       {"source", "calibrated"},
-                      {"measured_at", utc_now_iso8601()},
+                      {"measured_at", kp::utc_now_iso8601()},
                       {"sm_clock_mhz", cal->sm_clock_mhz}};
   nlohmann::json method = {{"sm_clock_mhz", cal->sm_clock_method}};
   for (const auto& [name, figure] : cal->figures) {

@@ -15,11 +15,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_executable_file(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
-}
-
 // "2025.3.1" > "2023.1.0": compares dot-separated numbers.
 bool newer_version_dir(const fs::path& a, const fs::path& b) {
   auto pa = split(a.filename().string(), '.'), pb = split(b.filename().string(), '.');

@@ -16,11 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_executable_file(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
-}
-
 // Where, below a search directory, a cuobjdump may sit.
 const char* const kLayouts[] = {
     "",                            // the directory itself
