@@ -13,10 +13,6 @@
 
 namespace kp::worker {
 
-namespace {
-
-}  // namespace
-
 nlohmann::json calibrate_reply(const nlohmann::json& request, const eval::DeviceInfo& device) {
   nlohmann::json reply = {{"id", request.value("id", 0)}};
   CalibrateOptions options;
