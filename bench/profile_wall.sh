@@ -5,7 +5,8 @@
 #   cupti stage 2   stage 1 plus the stage-2 families the class calls for
 #   ncu stage 1     the stage-1 list through ncu on `kp-worker --once`
 #   ncu --set full  the same one-shot request under `ncu --set full`
-# Times are the collection's own (the counters step of `kernelpro profile`), not the eval.
+# Times are the counters step of `kernelpro profile` (the worker request: loading the candidate,
+# warm-up calls and the collection; in brackets the collection alone), not the evaluation.
 # Needs a GPU and ncu. Usage: bench/profile_wall.sh [BUILD_DIR] [TASK...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,11 +34,12 @@ for t in $TASKS; do
   fi
   kt=$(field "$work/$n-c1.json" "round(j['eval']['time']['median_s']*1e3,3)" 2>/dev/null || echo nan)
   c1=$(field "$work/$n-c1.json" "round(j['counters']['wall_s'],3)" 2>/dev/null || echo nan)
+  c1c=$(field "$work/$n-c1.json" "round(j['counters']['collect_s'],3)" 2>/dev/null || echo nan)
   c2=$(field "$work/$n-c2.json" "round(j['counters']['wall_s'] + j['seconds'].get('stage2',0),3)" 2>/dev/null || echo nan)
   n1=$(field "$work/$n-n1.json" "round(j['counters']['wall_s'],3)" 2>/dev/null || echo nan)
   n2=$(field "$work/$n-n2.json" "round(j['counters']['wall_s'] + j['seconds'].get('stage2',0),3)" 2>/dev/null || echo nan)
-  printf '%-10s kernel %7s ms | cupti: stage1 %6s s, +stage2 %6s s | ncu: stage1 %6s s, +stage2 %6s s | ncu --set full %6s s\n' \
-    "$n" "$kt" "$c1" "$c2" "$n1" "$n2" "$full"
+  printf '%-10s kernel %7s ms | cupti: stage1 %6s s (collection %6s s), +stage2 %6s s | ncu: stage1 %6s s, +stage2 %6s s | ncu --set full %6s s\n' \
+    "$n" "$kt" "$c1" "$c1c" "$c2" "$n1" "$n2" "$full"
   python3 - "$c1" "$c2" "$n1" "$n2" "$full" <<'PY'
 import sys
 c1, c2, n1, n2, full = (float(x) for x in sys.argv[1:])

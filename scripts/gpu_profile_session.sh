@@ -25,7 +25,7 @@ for f in sys.argv[1:]:
     rule = r.get("ncu_rule", {})
     print(f"{f.split('/')[-1]:28s} class={j.get('class','-'):14s} ncu={rule.get('verdict','-'):16s} "
           f"limiter={r.get('limiter','-'):12s} sol={r.get('sol_fraction',0)*100:5.1f}% "
-          f"cupti_s={c.get('wall_s',0):.3f} passes={c.get('passes',0)} "
+          f"request_s={c.get('wall_s',0):.3f} collect_s={c.get('collect_s',0):.3f} passes={c.get('passes',0)} "
           + (f"agree_max={worst['relative_difference']*100:.1f}%({worst['metric']})" if worst else "agree=-")
           + f" notes={len(j.get('notes',[]))}")
 PY

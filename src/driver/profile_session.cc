@@ -48,6 +48,20 @@ void arch_numbers(const std::string& arch, int* major, int* minor) {
   }
 }
 
+// The Range Profiler reports no launch shape; the trace does, for the same kernels in the same
+// order.
+void fill_launch_shapes(ProfilePage& page) {
+  if (!page.trace || page.trace->calls.empty() || !page.counters) return;
+  const auto& traced = page.trace->calls.front().kernels;
+  auto& kernels = page.counters->kernels;
+  if (traced.size() != kernels.size()) return;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (kernels[i].grid[0] != 0) continue;
+    kernels[i].grid = traced[i].grid;
+    kernels[i].block = traced[i].block;
+  }
+}
+
 void classify_into(ProfilePage& page) {
   analysis::RooflineInput in;
   in.kernels = page.counters->kernels;
@@ -96,7 +110,11 @@ Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidat
   const bool not_run = page.eval.outcome == eval::Outcome::kNotRun;
   if (page.eval.outcome != eval::Outcome::kOk && !not_run) return page;
 
-  profile::Profiler profiler(options.profiler, evaluator.worker());
+  // The evaluation has just shown this build correct on this worker: the profile requests skip
+  // their own correctness trial.
+  profile::ProfilerOptions profiler_options = options.profiler;
+  profiler_options.check = false;
+  profile::Profiler profiler(profiler_options, evaluator.worker());
   const eval::DeviceInfo dev = page.eval.device.value_or(eval::DeviceInfo{});
 
   // Instruction level: no GPU needed, the built object and ptxas' report; without a GPU it is
@@ -137,6 +155,7 @@ Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidat
     if (tr.ok()) page.trace = std::move(*tr);
     else page.notes.push_back("trace: " + tr.error().message);
   }
+  fill_launch_shapes(page);
   classify_into(page);
 
   if (options.stage >= 2) {

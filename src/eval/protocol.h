@@ -133,6 +133,10 @@ struct ProfileRequest {
   std::string rangeprof_library;     // kCupti: absolute path of libkp_rangeprof.so
   int calls = 1;                     // kNvtx, kTrace: calls observed; kCupti profiles one call
   int warmup_calls = 3;              // untimed calls after the correctness trial
+  // Run one correctness trial against the reference first. Default true; kernelpro profile turns
+  // it off because its own evaluation of the same build has just passed (on 2^26-element outputs
+  // the host comparison alone costs about a second).
+  bool check = true;
 };
 
 // The worker's answer. A candidate that fails its correctness trial is reported with that

@@ -44,7 +44,10 @@ struct KernelProfile {
   Collector collector = Collector::kCupti;
   std::vector<KernelMetrics> kernels;  // in launch order
   std::vector<std::string> metrics;    // the metric names that were asked for
-  double wall_s = 0;                   // wall time of the whole collection, seconds
+  double wall_s = 0;                   // wall time of the whole collection, seconds (the worker
+                                       // request or the ncu run, with their set-up)
+  double collect_s = 0;                // the collector's own part: CUPTI create..end in the
+                                       // worker; for ncu, its whole run
   int passes = 0;                      // replay passes per kernel when the collector says, else 0
   std::string log_path;                // ncu: the --log-file it wrote; empty for CUPTI
 };

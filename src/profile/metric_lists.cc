@@ -61,7 +61,7 @@ const std::vector<std::string>& stage2_metrics(std::string_view family) {
         "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
         "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",
         "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio",
-        "smsp__maximum_warps_avg_per_active_cycle", "smsp__thread_inst_executed_per_inst_executed.ratio"}},
+        "smsp__thread_inst_executed_per_inst_executed.ratio"}},
       {"compute",
        {"sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active",
         "sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active",

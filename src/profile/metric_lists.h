@@ -1,6 +1,9 @@
 // The metric lists kernelpro collects, by stage (DESIGN.md section 6, "Two-stage invocation").
 // Never `--set full`: every extra replay pass costs time. Names are Nsight Compute / Perfworks
-// metric names, valid for both collectors (ncu --metrics and the CUPTI Range Profiler).
+// metric names, valid for both collectors (ncu --metrics and the CUPTI Range Profiler): each was
+// accepted by the Range Profiler on the H200 (tests/data/cupti/probe_each_h200.txt); two that ncu
+// knows were refused there and are left out (sass__inst_executed_register_spilling,
+// smsp__maximum_warps_avg_per_active_cycle).
 //
 // Stage 1 always runs and feeds the roofline classifier: duration, the two speed-of-light
 // percentages ncu's SOLBottleneck rule reads, DRAM and L2 bytes, FLOP counts per precision on

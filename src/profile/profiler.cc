@@ -76,6 +76,7 @@ Result<KernelProfile> Profiler::counters(const ProfileTarget& target, const std:
   eval::ProfileRequest request;
   request.metrics = metrics;
   request.warmup_calls = options_.warmup_calls;
+  request.check = options_.check;
   auto t0 = std::chrono::steady_clock::now();
   if (collector == Collector::kCupti) {
     if (options_.rangeprof_library.empty())
@@ -95,11 +96,13 @@ Result<KernelProfile> Profiler::counters(const ProfileTarget& target, const std:
     p.kernels = std::move(kernels);
     p.metrics = metrics;
     p.passes = pr.range_profile.value("passes", 0);
+    p.collect_s = pr.collect_seconds;
     p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return p;
   }
   request.mode = eval::ProfileMode::kNvtx;
   request.calls = 1;
+  worker_.stop();  // it may hold a Range Profiler session; ncu needs the counters to itself
   KP_TRY(OnceRun run, prepare_once(target, request, "ncu"));
   NcuOptions ncu = ncu_override ? *ncu_override : options_.ncu;
   ncu.metrics = metrics;
@@ -108,6 +111,7 @@ Result<KernelProfile> Profiler::counters(const ProfileTarget& target, const std:
   KP_TRY(KernelProfile p, run_ncu(ncu, run.command));
   KP_TRY(eval::ProfileReply pr, read_once_reply(run, "profiling with ncu"));
   (void)pr;
+  p.collect_s = p.wall_s;  // the whole ncu run: its start-up is part of what it costs
   p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;
 }
@@ -119,6 +123,7 @@ Result<Trace> Profiler::trace(const ProfileTarget& target) {
   request.mode = eval::ProfileMode::kTrace;
   request.calls = options_.trace_calls;
   request.warmup_calls = options_.warmup_calls;
+  request.check = options_.check;
   KP_TRY(OnceRun run, prepare_once(target, request, "trace"));
   fs::path out = options_.scratch_dir / fmt::format("trace-{}.jsonl", runs_);
   for (auto& kv : trace_environment(fs::absolute(options_.trace_library), out)) run.command.env_set.push_back(kv);

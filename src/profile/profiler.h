@@ -49,6 +49,9 @@ struct ProfilerOptions {
   int trace_calls = 3;
   // Untimed candidate calls before any observed call. Default 3.
   int warmup_calls = 3;
+  // One correctness trial in each profile request (eval/protocol.h, ProfileRequest::check).
+  // Default true; kernelpro profile sets it false after its own evaluation passed.
+  bool check = true;
 };
 
 // What the worker needs to run the candidate: the same parts an eval request carries.
@@ -66,7 +69,10 @@ class Profiler {
   Profiler(ProfilerOptions options, eval::WorkerClient& worker);
 
   // Counters of every kernel of one candidate call. kCupti: a "profile" request to the warm
-  // worker. kNcu: ncu on a one-shot worker, scoped by the NVTX range "kp_candidate". The
+  // worker. kNcu: ncu on a one-shot worker, scoped by the NVTX range "kp_candidate"; the warm
+  // worker is stopped first, since the GPU's counters serve one profiling session at a time and
+  // the worker keeps its Range Profiler session between requests (ncu reports "a driver resource
+  // was unavailable" otherwise, seen on the H200). The
   // candidate first passes one correctness trial; when it does not, kInvalidInput saying so.
   // Other errors: the collector's (ncu missing: kNotFound; counters not permitted: kUnavailable,
   // with the fix; an unknown metric: kInvalidInput), a worker crash or timeout: kTool.

@@ -28,8 +28,10 @@ std::string dims(const std::array<int64_t, 3>& d) {
 }
 
 std::string short_name(const std::string& name, size_t width) {
-  std::string n = name.substr(0, name.find('('));
-  if (n.rfind("void ", 0) == 0) n = n.substr(5);
+  std::string n = name;
+  for (const char* prefix : {"void ", "(anonymous namespace)::"})
+    if (n.rfind(prefix, 0) == 0) n = n.substr(std::char_traits<char>::length(prefix));
+  n = n.substr(0, n.find('('));
   if (n.size() > width) n = n.substr(0, width - 3) + "...";
   return n;
 }
@@ -85,8 +87,9 @@ std::string format_profile_text(const task::Task& task, const driver::ProfilePag
   out += fmt::format("  arithmetic intensity {:.2f} FLOP/B (ridge {:.1f})\n", r.arithmetic_intensity, r.ridge_intensity);
 
   const auto& c = *page.counters;
-  out += fmt::format("\nKERNELS   ({}, {} metrics, {} passes, collected in {})\n", profile::to_string(c.collector),
-                     c.metrics.size(), c.passes, format_seconds(c.wall_s));
+  out += fmt::format("\nKERNELS   ({}, {} metrics, {} passes; collection {}, request {})\n",
+                     profile::to_string(c.collector), c.metrics.size(), c.passes, format_seconds(c.collect_s),
+                     format_seconds(c.wall_s));
   out += fmt::format("  {:<3} {:<28} {:>16} {:>12} {:>10} {:>10} {:>10} {:>5} {:>5}\n", "#", "kernel", "grid", "block",
                      "time", "dram rd", "dram wr", "SM%", "Mem%");
   for (const auto& k : c.kernels) {
@@ -152,6 +155,7 @@ json profile_to_json(const task::Task& task, const driver::ProfilePage& page) {
     for (const auto& k : p.kernels)
       ks.push_back({{"index", k.launch_index}, {"name", k.name}, {"grid", k.grid}, {"block", k.block}, {"metrics", k.values}});
     return json{{"collector", profile::to_string(p.collector)}, {"passes", p.passes}, {"wall_s", p.wall_s},
+                {"collect_s", p.collect_s},
                 {"metrics", p.metrics}, {"kernels", ks}};
   };
   if (page.counters) j["counters"] = kernels_json(*page.counters);

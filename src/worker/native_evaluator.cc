@@ -944,14 +944,16 @@ struct NativeEvaluator::Impl {
       if (cb) KP_STOP_IF(cuda_failure(cand_workspace.allocate(cb), fmt::format("allocating the candidate's workspace of {} bytes", cb)));
     }
     end_phase("setup");
-    eval::WorkerReport check;  // the correctness trial's details; only its stop matters here
     KP_STOP_IF(fill_inputs(sets[0], 0));
-    KP_STOP_IF(run_reference(ref, 0, &check));
-    KP_STOP_IF(poison_outputs(sets[0]));
     kp_args args = make_args(sets[0], cand_workspace);
-    KP_STOP_IF(call_and_sync(cand, args, "the candidate"));
-    KP_STOP_IF(compare_outputs(sets[0], 0, &check, "in the profiled run"));
-    end_phase("correctness");
+    if (request.check) {
+      eval::WorkerReport check;  // the correctness trial's details; only its stop matters here
+      KP_STOP_IF(run_reference(ref, 0, &check));
+      KP_STOP_IF(poison_outputs(sets[0]));
+      KP_STOP_IF(call_and_sync(cand, args, "the candidate"));
+      KP_STOP_IF(compare_outputs(sets[0], 0, &check, "in the profiled run"));
+      end_phase("correctness");
+    }
     for (int i = 0; i < request.warmup_calls; ++i) KP_STOP_IF(call(cand, args, "the candidate"));
     KP_STOP_IF(cuda_failure(cudaDeviceSynchronize(), "the candidate execution"));
     end_phase("warmup");
