@@ -22,6 +22,7 @@
 #include "worker/calibrate.h"
 #include "worker/native_evaluator.h"
 #include "worker/nvml_energy.h"
+#include "worker/profile_hooks.h"
 
 namespace {
 
@@ -172,6 +173,7 @@ struct Worker {
       reply["ok"] = true;
       reply["profile"] = kp::eval::to_json(result);
     } else {
+      kp::worker::release_range_profiler();
       kp::eval::WorkerReport report =
           evaluator->evaluate(*task, req.value("reference", ""), req.value("candidate", ""), options, seed, &poisoned);
       reply["ok"] = true;

@@ -28,6 +28,11 @@ namespace kp::worker {
 Result<nlohmann::json> collect_range_profile(const std::string& library_path, const std::vector<std::string>& metrics,
                                              const std::function<std::string()>& work, double* collect_s);
 
+// Destroys the kept Range Profiler session, if any, so that nothing of CUPTI's stays enabled on
+// the context: the worker calls it before every evaluation, whose timing must see the launches
+// as they are without a profiler.
+void release_range_profiler();
+
 // kp_trace_begin/kp_trace_end of an injected libkp_trace.so. kNotFound (saying how to inject it)
 // when CUDA_INJECTION64_PATH is unset or the library loaded there does not export them.
 struct TraceMarks {
