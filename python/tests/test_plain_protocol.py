@@ -93,3 +93,40 @@ class ProtocolTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class OnceTest(unittest.TestCase):
+    """`--once REQ REPLY`: one request from a file, its reply into a file (runs under ncu or with
+    libkp_trace.so injected)."""
+
+    def run_once(self, request_text):
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as d:
+            req, rep = os.path.join(d, "req.json"), os.path.join(d, "reply.json")
+            with open(req, "w") as f:
+                f.write(request_text)
+            env = dict(os.environ, PYTHONPATH=PYDIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+            p = subprocess.run([sys.executable, "-m", "kernelpro_torch.worker", "--once", req, rep], env=env,
+                               capture_output=True, timeout=120)
+            with open(rep) as f:
+                return p.returncode, json.loads(f.readline())
+
+    def test_a_malformed_request_file_gets_an_error_reply(self):
+        rc, reply = self.run_once("not json")
+        self.assertEqual(rc, 0)
+        self.assertFalse(reply["ok"])
+        self.assertIn("malformed", reply["error"])
+
+    def test_an_unknown_op_is_named(self):
+        rc, reply = self.run_once('{"op":"frobnicate"}')
+        self.assertFalse(reply["ok"])
+        self.assertIn("profile", reply["error"])  # the list of ops it knows
+
+    def test_a_profile_request_without_a_device_says_why(self):
+        rc, reply = self.run_once('{"op":"profile","id":7,"reference":"/nonexistent/p.py","candidate":"/x.py",'
+                                  '"profile":{"mode":"cupti","metrics":["gpu__time_duration.sum"]}}')
+        if reply.get("ok"):
+            self.skipTest("this machine has a GPU and torch: the GPU tests cover the profile op")
+        self.assertEqual(reply.get("id"), 7)
+        self.assertTrue(reply["error"])

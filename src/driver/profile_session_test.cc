@@ -1,0 +1,42 @@
+#include "driver/profile_session.h"
+
+#include <gtest/gtest.h>
+
+namespace kp::driver {
+namespace {
+
+profile::KernelMetrics kernel(const std::string& name, std::map<std::string, double> values) {
+  profile::KernelMetrics k;
+  k.name = name;
+  k.values = std::move(values);
+  return k;
+}
+
+TEST(CompareCollectors, RelativeDifferenceOfEveryMetricBothReportByLaunchOrder) {
+  profile::KernelProfile cupti, ncu;
+  cupti.kernels = {kernel("0", {{"dram__bytes_read.sum", 536901000}, {"gpu__time_duration.sum", 236896}, {"only.cupti", 1}}),
+                   kernel("1", {{"dram__bytes_read.sum", 0}})};
+  ncu.kernels = {kernel("saxpy", {{"dram__bytes_read.sum", 536879000}, {"gpu__time_duration.sum", 231040}}),
+                 kernel("strided", {{"dram__bytes_read.sum", 0}})};
+  auto a = compare_collectors(cupti, ncu);
+  ASSERT_EQ(a.size(), 3u);  // only.cupti has no ncu value
+  EXPECT_EQ(a[0].kernel, "saxpy");  // ncu's demangled name is the one shown
+  EXPECT_EQ(a[0].metric, "dram__bytes_read.sum");
+  EXPECT_NEAR(a[0].relative_difference, 22000.0 / 536879000, 1e-12);
+  EXPECT_EQ(a[1].metric, "gpu__time_duration.sum");
+  EXPECT_NEAR(a[1].relative_difference, (236896.0 - 231040) / 231040, 1e-9);
+  EXPECT_EQ(a[2].kernel, "strided");
+  EXPECT_EQ(a[2].relative_difference, 0);  // two zeros agree, no division by zero
+}
+
+TEST(CompareCollectors, ExtraKernelsOnOneSideAreLeftOut) {
+  profile::KernelProfile cupti, ncu;
+  cupti.kernels = {kernel("a", {{"m", 1}}), kernel("b", {{"m", 2}})};
+  ncu.kernels = {kernel("a", {{"m", 2}})};
+  auto a = compare_collectors(cupti, ncu);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_DOUBLE_EQ(a[0].relative_difference, 0.5);
+}
+
+}  // namespace
+}  // namespace kp::driver
