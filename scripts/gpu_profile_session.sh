@@ -8,6 +8,8 @@ set -u
 BUILD=${BUILD:-build-gpu}
 OUT=${OUT:-gpu-results}
 STEPS=${STEPS:-probe ctest probe2 calibrate examples wall kb capture}
+# The steps that the last H200 session could not run after its fixes (no machine could be had):
+#   STEPS="calibrate ctest wall kb capture" bash scripts/gpu_profile_session.sh
 mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/kp-cache} XDG_DATA_HOME=${XDG_DATA_HOME:-/tmp/kp-data}
 step() { echo; echo "== $* ($(date -u +%T))"; }
@@ -49,7 +51,7 @@ for s in $STEPS; do
            step "page (gelu)"; timeout 60 "$KP" profile examples/gelu --stage 2 | tee "$OUT/page_gelu.txt" ;;
     wall)  step "profiling wall time"; timeout 300 bash bench/profile_wall.sh "$BUILD" 2>&1 | tee "$OUT/wall.log" ;;
     kb)    KB=tests/data/kernelbench
-           for c in relu_fast softmax_fast linear_relu_fast; do p=${c%_fast}; [ "$p" = softmax ] && p=softmax_wide
+           for c in relu_fast linear_relu_fast softmax_fast; do p=${c%_fast}; [ "$p" = softmax ] && p=softmax_wide
              step "profile kernelbench $c"; timeout 200 "$KP" profile "$KB/problems/$p.py" "$KB/honest/$c.py" --json \
                > "$OUT/kb_$c.json" 2> "$OUT/kb_$c.err"; echo "exit $?"; tail -2 "$OUT/kb_$c.err"; done
            summary "$OUT"/kb_*.json | tee "$OUT/kb_summary.txt" ;;
