@@ -48,14 +48,18 @@ void arch_numbers(const std::string& arch, int* major, int* minor) {
   }
 }
 
-// The Range Profiler reports no launch shape; the trace does, for the same kernels in the same
-// order.
+// The Range Profiler reports no launch shape (and, beside another CUPTI client, no kernel name);
+// the trace does, for the same kernels in the same order.
 void fill_launch_shapes(ProfilePage& page) {
   if (!page.trace || page.trace->calls.empty() || !page.counters) return;
   const auto& traced = page.trace->calls.front().kernels;
   auto& kernels = page.counters->kernels;
   if (traced.size() != kernels.size()) return;
   for (size_t i = 0; i < kernels.size(); ++i) {
+    // Where another CUPTI client holds the process (PyTorch in the KernelBench worker), the
+    // Range Profiler's ranges keep CUPTI's numbers ("0", "1") for names.
+    if (kernels[i].name.empty() || kernels[i].name.find_first_not_of("0123456789") == std::string::npos)
+      kernels[i].name = traced[i].name;
     if (kernels[i].grid[0] != 0) continue;
     kernels[i].grid = traced[i].grid;
     kernels[i].block = traced[i].block;
