@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "util/strings.h"
+
 #include <algorithm>
 #include <fstream>
 #include <regex>
@@ -15,11 +17,9 @@ namespace {
 // nvcc built; each .sass sits beside its .cu in tests/data/sass/, which says how it was built.
 // h200_sample.sass: the first lines of `cuobjdump --dump-sass` on the H200 machine.
 std::string read_data(const std::string& relative) {
-  std::ifstream in(std::string(KP_TEST_DATA_DIR) + "/sass/" + relative, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "missing test data sass/" << relative;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  auto text = read_file(std::string(KP_TEST_DATA_DIR) + "/sass/" + relative);
+  EXPECT_TRUE(text.ok()) << "missing test data sass/" << relative;
+  return text.ok() ? *text : std::string();
 }
 
 SassListing parse_data(const std::string& relative) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "util/strings.h"
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -15,11 +17,9 @@ namespace {
 // Listings and ptxas logs captured from the kernels in tests/data/sass/*.cu (each .cu says how
 // it was built); CUDA 13.0 nvcc, cuobjdump 13.2.
 std::string read_data(const std::string& relative) {
-  std::ifstream in(std::string(KP_TEST_DATA_DIR) + "/sass/" + relative, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "missing test data sass/" << relative;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  auto text = read_file(std::string(KP_TEST_DATA_DIR) + "/sass/" + relative);
+  EXPECT_TRUE(text.ok()) << "missing test data sass/" << relative;
+  return text.ok() ? *text : std::string();
 }
 
 SassListing listing(const std::string& stem) {
