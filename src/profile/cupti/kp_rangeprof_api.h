@@ -11,7 +11,9 @@
  *     kp_rp_end(s, err, sizeof err);
  *     puts(kp_rp_result_json(s));
  *     kp_rp_destroy(s);
- * A session may run begin/end many times; each end replaces the previous result. Sessions may be
+ * kp_rp_collect is the same collection with the caller replaying its own work (user replay),
+ * without CUPTI's save and restore of device memory: much faster when the work can be repeated.
+ * A session may collect many times; each collection replaces the previous result. Sessions may be
  * created and destroyed many times in one process (CUPTI's profiler is initialised once, on the
  * first kp_rp_create, and never torn down). At most one session per CUDA context at a time.
  *
@@ -31,6 +33,8 @@
  *     "no-context: "      no CUDA context is current on the calling thread
  *     "invalid-argument: " a NULL or empty argument, begin twice, end without begin
  *     "dropped: "         more kernels ran than max_kernels (the result holds the first ones)
+ *     "replay: "          kp_rp_collect: a pass launched other kernels than the first pass did
+ *     "pass: "            kp_rp_collect: the caller's prepare or run function returned nonzero
  *     "cupti: "           any other CUPTI or driver failure (the call and CUPTI's own words)
  */
 #ifndef KP_RANGEPROF_API_H_
@@ -57,7 +61,9 @@ enum {
   KP_RP_ERR_UNSUPPORTED = 4,
   KP_RP_ERR_UNKNOWN_METRIC = 5,
   KP_RP_ERR_DROPPED = 6,
-  KP_RP_ERR_CUPTI = 7
+  KP_RP_ERR_CUPTI = 7,
+  KP_RP_ERR_REPLAY = 8,
+  KP_RP_ERR_PASS = 9
 };
 
 typedef struct kp_rp_session kp_rp_session;
@@ -90,12 +96,30 @@ KP_RP_EXPORT int kp_rp_begin(kp_rp_session* s, char* err, size_t err_len);
  * kernels ran; other codes with err filled, the result then "{}". */
 KP_RP_EXPORT int kp_rp_end(kp_rp_session* s, char* err, size_t err_len);
 
-/* The last kp_rp_end's result as one line of JSON, owned by the session, valid until the next
- * kp_rp_begin or kp_rp_destroy ("{}" before the first end):
+/* One pass of kp_rp_collect: returns 0, or nonzero to abandon the collection. `pass` counts from 0. */
+typedef int (*kp_rp_pass_fn)(void* user, int pass);
+
+/* User replay, the fast path: instead of CUPTI saving and restoring all device memory around
+ * every replay of every kernel (kp_rp_begin/kp_rp_end), the caller replays its own work.
+ * For each of the session's passes: prepare(user, pass) runs outside the collection (restore
+ * the inputs the work overwrites, flush L2; prepare may be NULL), then run(user, pass) launches
+ * the work and synchronises, between CUPTI's Start and Stop. Every kernel launched in run is one
+ * range, as with begin/end. Every pass must launch the same kernels in the same order (checked
+ * by name where the launch callback is available: KP_RP_ERR_REPLAY otherwise, and the caller
+ * should fall back to begin/end). Returns like kp_rp_end, and fills the same result (with
+ * "replay":"user" and "passes_run"); KP_RP_ERR_PASS when prepare or run returned nonzero, after
+ * which the session refuses to collect again (CUPTI's passes were left half-way: destroy it and
+ * create another). After KP_RP_ERR_REPLAY every pass has still run, and the session can go on
+ * (kp_rp_begin/kp_rp_end on it is the fallback). */
+KP_RP_EXPORT int kp_rp_collect(kp_rp_session* s, kp_rp_pass_fn prepare, kp_rp_pass_fn run, void* user, char* err,
+                               size_t err_len);
+
+/* The last kp_rp_end's (or kp_rp_collect's) result as one line of JSON, owned by the session,
+ * valid until the next kp_rp_begin, kp_rp_collect or kp_rp_destroy ("{}" before the first):
  *   {"chip":"GH100","passes":N,"metrics":["name",...],"units":{"name":"unit",...},
  *    "ranges":[{"index":0,"range":"0","name":"saxpy","mangled":"saxpy",
  *               "values":{"name":value-or-null,...}},...],
- *    "launches":L,"dropped":D,"names_from":"callback"|"range","enables":E,
+ *    "launches":L,"dropped":D,"names_from":"callback"|"range","enables":E,"replay":"kernel"|"user",
  *    "timing_s":{"create":s,"begin":s,"end":s,"decode":s,"evaluate":s}}
  * "ranges" are in launch order; "name" is the kernel's demangled name where the launch callback
  * saw it (else CUPTI's range name), "mangled" the symbol as launched ("" if unknown); values
@@ -105,7 +129,9 @@ KP_RP_EXPORT int kp_rp_end(kp_rp_session* s, char* err, size_t err_len);
  * many range profiler objects the session has made (more than 1 when CUPTI refused a second
  * SetConfig on one object and begin started over); "timing_s" are wall seconds of kp_rp_create,
  * the last kp_rp_begin and the last kp_rp_end, and of end's decode (Stop excluded) and
- * evaluation parts. */
+ * evaluation parts; after kp_rp_collect, "begin" is 0, "end" covers decoding and evaluation,
+ * "prepare" the prepare calls and "passes" the passes (Start, run, Stop), and "passes_run"
+ * beside "timing_s" counts the passes. */
 KP_RP_EXPORT const char* kp_rp_result_json(const kp_rp_session* s);
 
 /* Stops a collection still running, releases CUPTI's objects and frees the session. NULL is a

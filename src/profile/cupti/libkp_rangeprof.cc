@@ -2,7 +2,8 @@
 // Host (CUDA 13.0). Sequence: profiler init (once) -> chip name -> counter availability -> host
 // object -> metric validation -> config image -> range profiler object -> counter-data image;
 // per collection: image reset -> SetConfig(auto range, kernel replay) -> Start ... Stop ->
-// DecodeData -> EvaluateToGpuValues per range.
+// DecodeData -> EvaluateToGpuValues per range; kp_rp_collect instead SetConfig(auto range, user
+// replay) -> (prepare, Start, run, Stop) per pass -> DecodeData -> EvaluateToGpuValues.
 #include "profile/cupti/kp_rangeprof_api.h"
 
 #include <cuda.h>
@@ -34,6 +35,9 @@ constexpr const char* kPrivilegesFix =
     "NVreg_RestrictProfilingToAdminUsers=0' in /etc/modprobe.d/, then rebuild the initramfs and "
     "reboot), or in a container start it with --cap-add=SYS_ADMIN on a host that allows profiling";
 
+constexpr const char* kBroken =
+    "this session's last kp_rp_collect stopped between passes; destroy it and create a new one";
+
 // A failure on its way to the caller: the return code and the tagged message.
 struct Failure {
   int code = KP_RP_OK;
@@ -49,6 +53,8 @@ const char* tag_of(int code) {
     case KP_RP_ERR_UNSUPPORTED: return "unsupported: ";
     case KP_RP_ERR_UNKNOWN_METRIC: return "unknown-metric: ";
     case KP_RP_ERR_DROPPED: return "dropped: ";
+    case KP_RP_ERR_REPLAY: return "replay: ";
+    case KP_RP_ERR_PASS: return "pass: ";
     default: return "cupti: ";
   }
 }
@@ -206,6 +212,15 @@ struct kp_rp_session {
   double create_s = 0, begin_s = 0, end_s = 0;
   double decode_s = 0, evaluate_s = 0;  // parts of end_s
   int enables = 0;                      // range profiler objects created (1 unless SetConfig was refused)
+  std::string replay = "kernel";        // the last collection's replay mode
+  int user_passes = 0;                  // passes the last kp_rp_collect ran
+  double prepare_s = 0, run_s = 0;      // the last kp_rp_collect's prepare calls and passes
+  // A kp_rp_collect stopped between passes: CUPTI's replay state is half-way, and on the H200
+  // the next SetConfig on it crashed. The session refuses further collections; destroy it.
+  bool broken = false;
+  // The replay mode of the last SetConfig ("" before the first). On the H200 a SetConfig of the
+  // other mode on the same objects crashed inside CUPTI, so a change of mode rebuilds them.
+  std::string configured;
 };
 
 namespace {
@@ -455,7 +470,7 @@ Failure create_on_device(kp_rp_session* s) {
   return size_counter_data(s);
 }
 
-Failure set_config(kp_rp_session* s) {
+Failure set_config(kp_rp_session* s, CUpti_ProfilerReplayMode replay) {
   CUpti_RangeProfiler_CounterDataImage_Initialize_Params init{};
   init.structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE;
   init.pRangeProfilerObject = s->profiler;
@@ -471,7 +486,7 @@ Failure set_config(kp_rp_session* s) {
   p.counterDataImageSize = s->counter_data.size();
   p.pCounterDataImage = s->counter_data.data();
   p.range = CUPTI_AutoRange;
-  p.replayMode = CUPTI_KernelReplay;
+  p.replayMode = replay;
   p.maxRangesPerPass = s->max_kernels;
   p.numNestingLevels = 1;
   p.minNestingLevel = 1;
@@ -481,16 +496,33 @@ Failure set_config(kp_rp_session* s) {
   return {};
 }
 
-Failure begin_collection(kp_rp_session* s) {
-  if (s->collecting) return fail(KP_RP_ERR_INVALID_ARGUMENT, "kp_rp_begin called twice without kp_rp_end");
-  Failure f = set_config(s);
+// SetConfig for a new collection; a second SetConfig refused on the same object starts over
+// with a fresh object.
+Failure rebuild(kp_rp_session* s) {
+  disable_profiler(s);
+  host_deinitialize(s->host);
+  s->host = nullptr;
+  return create_on_device(s);
+}
+
+Failure configure(kp_rp_session* s, CUpti_ProfilerReplayMode replay) {
+  const char* mode = replay == CUPTI_UserReplay ? "user" : "kernel";
+  if (!s->configured.empty() && s->configured != mode) {
+    Failure r = rebuild(s);
+    if (r.failed()) return r;
+  }
+  s->configured = mode;
+  Failure f = set_config(s, replay);
   if (f.failed() && s->collections > 0) {
-    // A second SetConfig on the same object refused: start over with a fresh object.
     disable_profiler(s);
     f = enable_profiler(s);
-    if (!f.failed()) f = set_config(s);
+    if (!f.failed()) f = set_config(s, replay);
   }
-  if (f.failed()) return f;
+  return f;
+}
+
+// Subscribes for names (with the name list cleared) and starts the range profiler.
+Failure start_pass(kp_rp_session* s) {
   {
     std::lock_guard<std::mutex> lock(s->names_mutex);
     s->launch_names.clear();
@@ -506,11 +538,21 @@ Failure begin_collection(kp_rp_session* s) {
     return cupti_failure("cuptiRangeProfilerStart", r);
   }
   s->collecting = true;
+  return {};
+}
+
+Failure begin_collection(kp_rp_session* s) {
+  if (s->collecting) return fail(KP_RP_ERR_INVALID_ARGUMENT, "kp_rp_begin called twice without kp_rp_end");
+  Failure f = configure(s, CUPTI_KernelReplay);
+  if (f.failed()) return f;
+  f = start_pass(s);
+  if (f.failed()) return f;
   ++s->collections;
   return {};
 }
 
-Failure stop_collection(kp_rp_session* s) {
+// Stops the range profiler; *all_submitted says whether every pass has run.
+Failure stop_pass(kp_rp_session* s, bool* all_submitted) {
   s->collecting = false;
   CUpti_RangeProfiler_Stop_Params p{};
   p.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
@@ -518,10 +560,77 @@ Failure stop_collection(kp_rp_session* s) {
   CUptiResult r = cuptiRangeProfilerStop(&p);
   unsubscribe_launches(s);
   if (r != CUPTI_SUCCESS) return cupti_failure("cuptiRangeProfilerStop", r);
-  if (!p.isAllPassSubmitted) {
-    return fail(KP_RP_ERR_CUPTI, "cuptiRangeProfilerStop reports passes still to submit (pass " +
-                                     std::to_string(p.passIndex) + "), which kernel replay should never do");
+  *all_submitted = p.isAllPassSubmitted != 0;
+  return {};
+}
+
+Failure stop_collection(kp_rp_session* s) {
+  bool all = false;
+  Failure f = stop_pass(s, &all);
+  if (f.failed()) return f;
+  if (!all) return fail(KP_RP_ERR_CUPTI, "cuptiRangeProfilerStop reports passes still to submit, which kernel replay should never do");
+  return {};
+}
+
+// User replay (kp_rp_collect): prepare, start, run, stop, once per pass, until CUPTI has every
+// pass. Every pass must launch the kernels of the first, in the same order.
+Failure collect_user_replay(kp_rp_session* s, kp_rp_pass_fn prepare, kp_rp_pass_fn run, void* user) {
+  Failure f = configure(s, CUPTI_UserReplay);
+  if (f.failed()) return f;
+  ++s->collections;
+  std::vector<std::string> first;
+  Failure mismatch;  // the first pass that launched other kernels than pass 0
+  const size_t limit = s->passes + 1;  // CUPTI's own count, and one more before calling it a loop
+  for (size_t pass = 0;; ++pass) {
+    if (pass >= limit) {
+      return fail(KP_RP_ERR_CUPTI, "CUPTI still wants passes after " + std::to_string(pass) + " (it counted " +
+                                       std::to_string(s->passes) + "); use kp_rp_begin/kp_rp_end (kernel replay)");
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    if (prepare != nullptr && prepare(user, static_cast<int>(pass)) != 0) {
+      return fail(KP_RP_ERR_PASS, "the prepare function failed before pass " + std::to_string(pass));
+    }
+    s->prepare_s += seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    f = start_pass(s);
+    if (f.failed()) return f;
+    int rc = run(user, static_cast<int>(pass));
+    bool all = false;
+    Failure stopped = stop_pass(s, &all);
+    s->run_s += seconds_since(t0);
+    if (rc != 0) return fail(KP_RP_ERR_PASS, "the run function failed in pass " + std::to_string(pass));
+    if (stopped.failed()) return stopped;
+    std::vector<std::string> seen;
+    {
+      std::lock_guard<std::mutex> lock(s->names_mutex);
+      seen = s->launch_names;
+    }
+    if (pass == 0) {
+      first = seen;
+    } else if (s->names_by_callback && seen != first && !mismatch.failed()) {
+      size_t k = 0;
+      while (k < seen.size() && k < first.size() && seen[k] == first[k]) ++k;
+      std::string at = k < seen.size() ? demangle(seen[k]) : std::string("nothing");
+      std::string was = k < first.size() ? demangle(first[k]) : std::string("nothing");
+      mismatch = fail(KP_RP_ERR_REPLAY, "pass " + std::to_string(pass) + " launched " + std::to_string(seen.size()) +
+                                            " kernels where pass 0 launched " + std::to_string(first.size()) +
+                                            " (launch " + std::to_string(k) + ": " + at + " instead of " + was +
+                                            "): the work is not the same on every call, so user replay cannot "
+                                            "profile it; use kp_rp_begin/kp_rp_end (kernel replay)");
+    }
+    ++s->user_passes;
+    if (all) break;
   }
+  if (mismatch.failed()) {
+    // Every pass has run, so CUPTI's state is whole again; its data is consumed and dropped.
+    CUpti_RangeProfiler_DecodeData_Params dec{};
+    dec.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
+    dec.pRangeProfilerObject = s->profiler;
+    cuptiRangeProfilerDecodeData(&dec);
+    return mismatch;
+  }
+  std::lock_guard<std::mutex> lock(s->names_mutex);
+  s->launch_names = first;
   return {};
 }
 
@@ -564,6 +673,7 @@ Failure decode_and_evaluate(kp_rp_session* s) {
   }
   out += "},\"ranges\":[";
   std::vector<double> values(s->metrics.size());
+  unsigned long first_number = 0;  // the auto-range number of range 0
   for (size_t i = 0; i < info.numTotalRanges; ++i) {
     CUpti_RangeProfiler_CounterData_GetRangeInfo_Params ri{};
     ri.structSize = CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE;
@@ -585,14 +695,19 @@ Failure decode_and_evaluate(kp_rp_session* s) {
     ev.pMetricValues = values.data();
     KP_RP_CALL(cuptiProfilerHostEvaluateToGpuValues, ev);
 
-    // Auto ranges are named by launch number ("0", "1", ...); the callback saw the same order.
+    // Ranges come in launch order, as the callback saw the launches. Where some were dropped,
+    // the auto range's number says which launch it was: kernel replay numbers them from 0; user
+    // replay on the H200 numbered a session's second collection from 1, so the numbers count
+    // from the first range's.
     std::string mangled;
-    char* end = nullptr;
-    unsigned long launch = std::strtoul(range.c_str(), &end, 10);
-    if (end != range.c_str() && *end == '\0' && launch < names.size()) {
-      mangled = names[launch];
-    } else if (names.size() == info.numTotalRanges) {
+    if (names.size() == info.numTotalRanges) {
       mangled = names[i];
+    } else {
+      char* end = nullptr;
+      unsigned long number = std::strtoul(range.c_str(), &end, 10);
+      if (i == 0 && end != range.c_str() && *end == '\0') first_number = number;
+      unsigned long launch = number - first_number;
+      if (end != range.c_str() && *end == '\0' && number >= first_number && launch < names.size()) mangled = names[launch];
     }
     if (i > 0) out += ',';
     out += "{\"index\":" + std::to_string(i) + ",\"range\":";
@@ -620,6 +735,9 @@ Failure decode_and_evaluate(kp_rp_session* s) {
   out += ",\"names_from\":";
   out += have_names ? "\"callback\"" : "\"range\"";
   out += ",\"enables\":" + std::to_string(s->enables);
+  out += ",\"replay\":";
+  append_json_string(out, s->replay);
+  if (s->replay == "user") out += ",\"passes_run\":" + std::to_string(s->user_passes);
   s->evaluate_s = seconds_since(t0);
   s->json = std::move(out);  // timing_s is appended by kp_rp_end
   if (dropped > 0) {
@@ -643,6 +761,12 @@ void finish_json(kp_rp_session* s) {
   append_json_number(out, s->decode_s);
   out += ",\"evaluate\":";
   append_json_number(out, s->evaluate_s);
+  if (s->replay == "user") {
+    out += ",\"prepare\":";
+    append_json_number(out, s->prepare_s);
+    out += ",\"passes\":";
+    append_json_number(out, s->run_s);
+  }
   out += "}}";
 }
 
@@ -686,7 +810,9 @@ KP_RP_EXPORT int kp_rp_num_passes(const kp_rp_session* s) { return s == nullptr 
 KP_RP_EXPORT int kp_rp_begin(kp_rp_session* s, char* err, size_t err_len) {
   if (s == nullptr) return report(fail(KP_RP_ERR_INVALID_ARGUMENT, "kp_rp_begin on a NULL session"), err, err_len);
   auto t0 = std::chrono::steady_clock::now();
+  if (s->broken) return report(fail(KP_RP_ERR_INVALID_ARGUMENT, kBroken), err, err_len);
   s->json = "{}";
+  s->replay = "kernel";
   Failure f = begin_collection(s);
   s->begin_s = seconds_since(t0);
   return report(f, err, err_len);
@@ -711,6 +837,32 @@ KP_RP_EXPORT int kp_rp_end(kp_rp_session* s, char* err, size_t err_len) {
                  ", and no result (" + f.message + "); create the session with a larger max_kernels");
     s->json = "{}";
   }
+  if (f.failed() && f.code != KP_RP_ERR_DROPPED) s->json = "{}";
+  finish_json(s);
+  return report(f, err, err_len);
+}
+
+KP_RP_EXPORT int kp_rp_collect(kp_rp_session* s, kp_rp_pass_fn prepare, kp_rp_pass_fn run, void* user, char* err,
+                               size_t err_len) {
+  if (s == nullptr || run == nullptr) {
+    return report(fail(KP_RP_ERR_INVALID_ARGUMENT, "kp_rp_collect needs a session and a run function"), err, err_len);
+  }
+  if (s->collecting) return report(fail(KP_RP_ERR_INVALID_ARGUMENT, "kp_rp_collect inside kp_rp_begin/kp_rp_end"), err, err_len);
+  if (s->broken) return report(fail(KP_RP_ERR_INVALID_ARGUMENT, kBroken), err, err_len);
+  s->json = "{}";
+  s->replay = "user";
+  s->user_passes = 0;
+  s->prepare_s = s->run_s = 0;
+  Failure f = collect_user_replay(s, prepare, run, user);
+  if (s->collecting) {  // a failure between start and stop
+    bool all = false;
+    stop_pass(s, &all);
+  }
+  if (f.failed() && f.code != KP_RP_ERR_REPLAY) s->broken = true;  // passes abandoned halfway
+  s->begin_s = 0;
+  auto t1 = std::chrono::steady_clock::now();
+  if (!f.failed()) f = decode_and_evaluate(s);
+  s->end_s = seconds_since(t1);
   if (f.failed() && f.code != KP_RP_ERR_DROPPED) s->json = "{}";
   finish_json(s);
   return report(f, err, err_len);

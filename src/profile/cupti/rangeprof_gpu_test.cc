@@ -133,5 +133,34 @@ TEST_F(RangeProfGpu, MoreKernelsThanMaxKernelsIsReported) {
   EXPECT_NE(probe_run().output.find("KP_RP_OVERFLOW reported"), std::string::npos) << probe_run().output;
 }
 
+TEST_F(RangeProfGpu, UserReplayReadsWhatKernelReplayReads) {
+  KernelProfile kernel = session("pair");
+  KernelProfile user = session("user_pair");
+  ASSERT_EQ(user.kernels.size(), 2u) << probe_run().output;
+  ASSERT_EQ(kernel.kernels.size(), 2u);
+  EXPECT_EQ(user.kernels[0].name, "saxpy");
+  EXPECT_NEAR(user.kernels[0].get_or("dram__bytes_read.sum", -1), 2 * 4 * kN, 0.05 * 2 * 4 * kN);
+  EXPECT_NEAR(user.kernels[0].get_or("dram__bytes_write.sum", -1), 4 * kN, 0.05 * 4 * kN);
+  for (size_t k = 0; k < 2; ++k) {
+    double a = kernel.kernels[k].get_or("gpu__time_duration.sum", 0), b = user.kernels[k].get_or("gpu__time_duration.sum", 0);
+    EXPECT_NEAR(b, a, 0.15 * a) << kernel.kernels[k].name;
+  }
+}
+
+TEST_F(RangeProfGpu, UserReplayCountsExactFlopOnTheOneMsKernel) {
+  KernelProfile p = session("user_one_ms");
+  ASSERT_EQ(p.kernels.size(), 1u) << probe_run().output;
+  EXPECT_EQ(p.kernels[0].name, "fma_chain");
+  EXPECT_NEAR(p.kernels[0].get_or("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", -1), kN * kFmaIters,
+              0.001 * kN * kFmaIters);
+}
+
+TEST_F(RangeProfGpu, UserReplayRefusesPassesThatDiffer) {
+  EXPECT_NE(probe_run().output.find("KP_RP_MISMATCH reported"), std::string::npos) << probe_run().output;
+  EXPECT_NE(probe_run().output.find("KP_RP_PASSFAIL reported"), std::string::npos) << probe_run().output;
+  EXPECT_EQ(session("kernel_after_mismatch").kernels.size(), 2u);  // the session survives a mismatch
+  EXPECT_EQ(session("after_broken").kernels.size(), 2u);           // and the process a broken one
+}
+
 }  // namespace
 }  // namespace kp::profile

@@ -17,11 +17,16 @@
 // Sessions, all in this one process: "pair" (saxpy, strided_read), "pair_again" (the same
 // session's second begin/end), "cache" (a new session: fill_small writes 16 MiB, read_small
 // reads them back: dram__bytes_read of read_small near 0 means the replay left L2 warm, near
-// 16 MiB means it was flushed or evicted), "one_ms" (a new session: fma_chain, about 1 ms).
+// 16 MiB means it was flushed or evicted), "one_ms" (a new session: fma_chain, about 1 ms);
+// then user replay (kp_rp_collect) on one new session: "user_one_ms", "user_pair", "user_fewer"
+// (later passes launch only saxpy: KP_RP_MISMATCH reported), "kernel_after_mismatch"
+// (begin/end on the same session), "user_fail" (the run function fails: KP_RP_PASSFAIL
+// reported; the session is then destroyed), and "after_broken" (a new session after it).
 // Exit status 0 when every session produced its JSON, 1 otherwise.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -92,6 +97,7 @@ struct Api {
   decltype(&kp_rp_end) end = nullptr;
   decltype(&kp_rp_result_json) result_json = nullptr;
   decltype(&kp_rp_destroy) destroy = nullptr;
+  decltype(&kp_rp_collect) collect = nullptr;
 };
 
 struct Buffers {
@@ -127,18 +133,22 @@ void launch_cache(const Buffers& b) {
 }
 void launch_one_ms(const Buffers& b) { fma_chain<<<blocks(kN), 256>>>(b.y, kN, kFmaIters); }
 
+// The median of 21 event-timed launches after a warm-up (no collection running).
 void time_unprofiled(const char* name, void (*launch)(const Buffers&), const Buffers& b) {
   cudaEvent_t e0, e1;
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));
   launch(b);  // warm-up
-  CHECK_CUDA(cudaEventRecord(e0));
-  launch(b);
-  CHECK_CUDA(cudaEventRecord(e1));
-  CHECK_CUDA(cudaEventSynchronize(e1));
-  float ms = 0;
-  CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-  std::printf("KP_RP_KERNEL_MS %s %.4f\n", name, ms);
+  std::vector<float> ms(21);
+  for (float& m : ms) {
+    CHECK_CUDA(cudaEventRecord(e0));
+    launch(b);
+    CHECK_CUDA(cudaEventRecord(e1));
+    CHECK_CUDA(cudaEventSynchronize(e1));
+    CHECK_CUDA(cudaEventElapsedTime(&m, e0, e1));
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("KP_RP_KERNEL_MS %s %.4f\n", name, ms[ms.size() / 2]);
   CHECK_CUDA(cudaEventDestroy(e0));
   CHECK_CUDA(cudaEventDestroy(e1));
 }
@@ -213,6 +223,57 @@ bool collect(const Api& api, kp_rp_session* s, const char* label, double create_
   return rc == KP_RP_OK && launch_error == cudaSuccess && sync_error == cudaSuccess;
 }
 
+// kp_rp_collect's user data: the launches, the buffers, y's saved copy, and what the run
+// function should do on later passes ("same", "fewer": only saxpy, "fail": return 1).
+struct UserReplay {
+  void (*launch)(const Buffers&) = nullptr;
+  const Buffers* b = nullptr;
+  const float* y_saved = nullptr;
+  const char* later = "same";
+  void* flush = nullptr;
+  size_t flush_bytes = 0;
+  int prepares = 0, runs = 0;
+};
+
+// What the workers' prepare does beside restoring inputs, switched on by the environment to
+// see what a pass costs with it: KP_PROBE_FLUSH=1 memsets a 4x-L2 buffer (the L2 flush),
+// KP_PROBE_RESET_L2=1 calls cudaCtxResetPersistingL2Cache.
+int user_prepare(void* user, int) {
+  auto* u = static_cast<UserReplay*>(user);
+  ++u->prepares;
+  if (cudaMemcpy(u->b->y, u->y_saved, sizeof(float) * kN, cudaMemcpyDeviceToDevice) != cudaSuccess) return 1;
+  if (u->flush != nullptr && cudaMemset(u->flush, 0, u->flush_bytes) != cudaSuccess) return 1;
+  if (std::getenv("KP_PROBE_RESET_L2") != nullptr) cudaCtxResetPersistingL2Cache();
+  return cudaDeviceSynchronize() == cudaSuccess ? 0 : 1;
+}
+
+int user_run(void* user, int pass) {
+  auto* u = static_cast<UserReplay*>(user);
+  ++u->runs;
+  if (pass > 0 && std::strcmp(u->later, "fail") == 0) return 1;
+  if (pass > 0 && std::strcmp(u->later, "fewer") == 0) {
+    saxpy<<<blocks(kN), 256>>>(kN, 2.0f, u->b->x, u->b->y);
+  } else {
+    u->launch(*u->b);
+  }
+  return cudaDeviceSynchronize() == cudaSuccess ? 0 : 1;
+}
+
+// One kp_rp_collect on `s`; prints KP_RP_TIME (collect= is the whole call), KP_RP_USER with the
+// return code and the calls made, and KP_RP_JSON. Returns the return code.
+int collect_user(const Api& api, kp_rp_session* s, const char* label, double create_s, UserReplay u) {
+  char err[4096] = {0};
+  double t0 = now_s();
+  int rc = api.collect(s, user_prepare, user_run, &u, err, sizeof err);
+  double t1 = now_s();
+  std::printf("KP_RP_TIME %s create=%.4f collect=%.4f total=%.4f passes=%d\n", label, create_s, t1 - t0,
+              create_s + t1 - t0, api.num_passes(s));
+  std::printf("KP_RP_USER %s rc=%d prepares=%d runs=%d | %s\n", label, rc, u.prepares, u.runs, err);
+  std::printf("KP_RP_JSON %s %s\n", label, api.result_json(s));
+  std::fflush(stdout);
+  return rc;
+}
+
 kp_rp_session* create(const Api& api, const std::vector<std::string>& metrics, int max_kernels, const char* label,
                       double* create_s) {
   char err[4096];
@@ -244,6 +305,23 @@ int main(int argc, char** argv) {
   }
 
   CHECK_CUDA(cudaFree(nullptr));  // creates the primary context and makes it current
+  // What the workers hold beside the probe's buffers, switched on by the environment to see
+  // what a pass costs with it: KP_PROBE_NVML=1 opens NVML on device 0 (as the energy meter
+  // does), KP_PROBE_ALLOC=N allocates N more 256 MiB buffers.
+  if (std::getenv("KP_PROBE_NVML") != nullptr) {
+    void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+    auto init = nvml ? reinterpret_cast<int (*)()>(dlsym(nvml, "nvmlInit_v2")) : nullptr;
+    auto handle = nvml ? reinterpret_cast<int (*)(unsigned, void**)>(dlsym(nvml, "nvmlDeviceGetHandleByIndex_v2")) : nullptr;
+    void* dev = nullptr;
+    std::printf("KP_RP_NOTE nvml %s\n", init && handle && init() == 0 && handle(0, &dev) == 0 ? "open" : "unavailable");
+  }
+  if (const char* n = std::getenv("KP_PROBE_ALLOC")) {
+    for (int i = 0; i < std::atoi(n); ++i) {
+      void* extra = nullptr;
+      CHECK_CUDA(cudaMalloc(&extra, size_t{256} << 20));
+      CHECK_CUDA(cudaMemset(extra, 0, size_t{256} << 20));
+    }
+  }
   Buffers b;
   CHECK_CUDA(cudaMalloc(&b.x, sizeof(float) * kN));
   CHECK_CUDA(cudaMalloc(&b.y, sizeof(float) * kN));
@@ -291,7 +369,8 @@ int main(int argc, char** argv) {
   api.end = reinterpret_cast<decltype(api.end)>(dlsym(h, "kp_rp_end"));
   api.result_json = reinterpret_cast<decltype(api.result_json)>(dlsym(h, "kp_rp_result_json"));
   api.destroy = reinterpret_cast<decltype(api.destroy)>(dlsym(h, "kp_rp_destroy"));
-  if (!api.create || !api.num_passes || !api.begin || !api.end || !api.result_json || !api.destroy) {
+  api.collect = reinterpret_cast<decltype(api.collect)>(dlsym(h, "kp_rp_collect"));
+  if (!api.create || !api.num_passes || !api.begin || !api.end || !api.result_json || !api.destroy || !api.collect) {
     std::fprintf(stderr, "%s lacks a kp_rp_* symbol\n", lib.c_str());
     return 2;
   }
@@ -316,6 +395,10 @@ int main(int argc, char** argv) {
   if (s == nullptr) return 1;
   ok &= collect(api, s, "pair", create_s, launch_pair, b);
   ok &= collect(api, s, "pair_again", 0, launch_pair, b);
+  // The same launches timed while the session is held but not collecting (as a warm worker
+  // would hold it through an evaluation): KP_RP_KERNEL_MS NAME_held against the lines above.
+  time_unprofiled("saxpy+strided_read_held", launch_pair, b);
+  time_unprofiled("fma_chain_held", launch_one_ms, b);
   api.destroy(s);
 
   s = create(api, metrics, max_kernels, "cache", &create_s);
@@ -334,6 +417,44 @@ int main(int argc, char** argv) {
   bool overflow_ok = collect(api, s, "overflow", create_s, launch_pair, b);
   std::printf("KP_RP_OVERFLOW %s\n", overflow_ok ? "not-reported" : "reported");
   api.destroy(s);
+
+  // User replay: the probe reruns its own launches once per pass (kp_rp_collect).
+  float* y_saved = nullptr;
+  CHECK_CUDA(cudaMalloc(&y_saved, sizeof(float) * kN));
+  CHECK_CUDA(cudaMemcpy(y_saved, b.y, sizeof(float) * kN, cudaMemcpyDeviceToDevice));
+  UserReplay u;
+  u.b = &b;
+  u.y_saved = y_saved;
+  u.launch = launch_one_ms;
+  if (std::getenv("KP_PROBE_FLUSH") != nullptr) {
+    int l2 = 0;
+    CHECK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+    u.flush_bytes = static_cast<size_t>(l2) * 4;
+    CHECK_CUDA(cudaMalloc(&u.flush, u.flush_bytes));
+  }
+  s = create(api, metrics, max_kernels, "user_one_ms", &create_s);
+  if (s == nullptr) return 1;
+  ok &= collect_user(api, s, "user_one_ms", create_s, u) == KP_RP_OK;
+  u.launch = launch_pair;
+  ok &= collect_user(api, s, "user_pair", 0, u) == KP_RP_OK;
+  u.later = "fewer";
+  std::printf("KP_RP_MISMATCH %s\n",
+              collect_user(api, s, "user_fewer", 0, u) == KP_RP_ERR_REPLAY ? "reported" : "not-reported");
+  u.later = "same";
+  ok &= collect(api, s, "kernel_after_mismatch", 0, launch_pair, b);  // the session is whole again
+  u.later = "fail";
+  std::printf("KP_RP_PASSFAIL %s\n",
+              collect_user(api, s, "user_fail", 0, u) == KP_RP_ERR_PASS ? "reported" : "not-reported");
+  std::fflush(stdout);
+  std::fprintf(stderr, "KP_RP_STEP destroy a broken session\n");
+  api.destroy(s);
+  std::fprintf(stderr, "KP_RP_STEP a new session after it\n");
+  u.later = "same";
+  s = create(api, metrics, max_kernels, "after_broken", &create_s);
+  if (s == nullptr) return 1;
+  ok &= collect(api, s, "after_broken", create_s, launch_pair, b);
+  api.destroy(s);
+  CHECK_CUDA(cudaFree(y_saved));
 
   CHECK_CUDA(cudaDeviceSynchronize());
   std::printf("KP_RP_DONE %s\n", ok ? "ok" : "errors");
