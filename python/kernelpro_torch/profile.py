@@ -3,8 +3,10 @@
 The candidate's ModelNew is loaded as for an evaluation (own namespace, the problem's seed-42
 construction), passes one correctness trial against the problem's Model, runs its warm-up calls,
 and then one of:
-  cupti  the forward runs once between kp_rp_begin/kp_rp_end of libkp_rangeprof.so (ctypes):
-         every kernel it launches, PyTorch's own included, becomes one range with its counters;
+  cupti  libkp_rangeprof.so (ctypes) collects counters of the forward: every kernel it launches,
+         PyTorch's own included, becomes one range. By default the forward runs once per
+         counter pass from restored inputs (user replay, kp_rp_collect); with "replay":"kernel",
+         or when the passes differ, it runs once between kp_rp_begin/kp_rp_end;
   nvtx   the forward runs inside the NVTX range "kp_candidate" (the worker runs under ncu);
   trace  each forward runs between kp_trace_begin/kp_trace_end of the injected libkp_trace.so.
 L2 is flushed before every observed call, as before a timed one. The trace and the Range
@@ -125,6 +127,7 @@ class Profile:
         end("load")
 
         xs = prob.inputs(random.Random(self.seed).randrange(2 ** 32 - 1), device, self.dtype)
+        self._inputs = xs
         pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
 
         def call():
@@ -154,26 +157,7 @@ class Profile:
         calls = max(1, int(self.request.get("calls", 1)))
         t0 = time.perf_counter()
         if mode == "cupti":
-            lib = self.request.get("rangeprof_library") or ""
-            metrics = list(self.request.get("metrics") or [])
-            self.dev.prepare_timed_call()
-            try:
-                prof = _range_profiler(lib, metrics)
-                prof.begin()
-            except Exception as e:
-                _drop_range_profiler()
-                raise Stop("runtime_error", f"the CUPTI range profiler: {e}")
-            try:
-                run_guarded(call, "the candidate's forward")
-                run_guarded(_sync, "the candidate's forward")
-            finally:
-                try:
-                    result = prof.end()
-                except Exception as e:
-                    _drop_range_profiler()
-                    raise Stop("runtime_error", f"the CUPTI range profiler: {e}")
-            self.reply["range_profile"] = result
-            self.reply["calls"] = 1
+            self._collect_counters(call)
         elif mode == "nvtx":
             for i in range(calls):
                 self.dev.prepare_timed_call()
@@ -198,4 +182,72 @@ class Profile:
         else:
             raise Stop("runtime_error", f"unknown profile mode \"{mode}\" (cupti, nvtx, trace)")
         self.reply["collect_seconds"] = time.perf_counter() - t0
+
+    def _collect_counters(self, call):
+        """One forward's counters. User replay (default "auto"): the forward runs once per counter
+        pass, each from a copy of the inputs as they are now and a flushed L2; kernel replay
+        (CUPTI saves and restores all device memory around every pass of every kernel) when
+        asked, or when the passes launched different kernels."""
+        from . import rangeprof
+
+        lib = self.request.get("rangeprof_library") or ""
+        metrics = list(self.request.get("metrics") or [])
+        replay = self.request.get("replay", "auto")
+        if replay not in ("auto", "user", "kernel"):
+            raise Stop("runtime_error", f"unknown replay \"{replay}\" in the profile request (auto, user or kernel)")
+        try:
+            prof = _range_profiler(lib, metrics)
+        except Exception as e:
+            _drop_range_profiler()
+            raise Stop("runtime_error", f"the CUPTI range profiler: {e}")
+        fallback = None
+        if replay != "kernel":
+            xs = self._inputs
+            snap = [x.clone() if isinstance(x, torch.Tensor) else None for x in xs]
+
+            def prepare(_pass):
+                with torch.no_grad():
+                    for x, s in zip(xs, snap):
+                        if s is not None:
+                            x.copy_(s)
+                self.dev.prepare_timed_call()
+                _sync()
+
+            def run(_pass):
+                run_guarded(call, "the candidate's forward")
+                run_guarded(_sync, "the candidate's forward")
+
+            try:
+                self.reply["range_profile"] = prof.collect(prepare, run)
+                self.reply["calls"] = 1
+                return
+            except Stop:
+                _drop_range_profiler()
+                raise
+            except rangeprof.RangeProfilerError as e:
+                if e.kind != "replay" or replay != "auto":
+                    _drop_range_profiler()
+                    raise Stop("runtime_error", f"the CUPTI range profiler: {e}")
+                fallback = str(e)
+                prepare(0)
+        else:
+            self.dev.prepare_timed_call()
+        try:
+            prof.begin()
+        except Exception as e:
+            _drop_range_profiler()
+            raise Stop("runtime_error", f"the CUPTI range profiler: {e}")
+        try:
+            run_guarded(call, "the candidate's forward")
+            run_guarded(_sync, "the candidate's forward")
+        finally:
+            try:
+                result = prof.end()
+            except Exception as e:
+                _drop_range_profiler()
+                raise Stop("runtime_error", f"the CUPTI range profiler: {e}")
+        if fallback:
+            result["replay_fallback"] = fallback
+        self.reply["range_profile"] = result
+        self.reply["calls"] = 1
         end("collect")

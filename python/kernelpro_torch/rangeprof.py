@@ -1,6 +1,7 @@
 """ctypes wrapper of libkp_rangeprof.so (src/profile/cupti/kp_rangeprof_api.h): hardware counters
 of every kernel launched between begin() and end(), collected in this process by the CUPTI Range
-Profiler (auto range, kernel replay). Used by the KernelBench worker for `kernelpro profile`.
+Profiler (auto range; kernel replay, or user replay with collect()). Used by the KernelBench
+worker for `kernelpro profile`.
 
     prof = RangeProfiler("/path/libkp_rangeprof.so", ["gpu__time_duration.sum", "dram__bytes_read.sum"])
     prof.begin()
@@ -21,6 +22,9 @@ import os
 # The return codes of kp_rangeprof_api.h.
 OK = 0
 ERR_DROPPED = 6
+ERR_REPLAY = 8
+
+_PASS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
 
 _ERR_LEN = 8192
 _libraries = {}
@@ -34,7 +38,8 @@ class RangeProfilerError(RuntimeError):
     def __init__(self, message, result=None):
         super().__init__(message)
         head = message.split(": ", 1)[0]
-        known = ("privileges", "unsupported", "unknown-metric", "no-context", "invalid-argument", "dropped", "cupti")
+        known = ("privileges", "unsupported", "unknown-metric", "no-context", "invalid-argument", "dropped", "cupti",
+                 "replay", "pass")
         self.kind = head if head in known else "load"
         self.result = result
 
@@ -60,6 +65,10 @@ def _load(lib_path):
         fn = getattr(lib, name)
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+    if hasattr(lib, "kp_rp_collect"):
+        lib.kp_rp_collect.restype = ctypes.c_int
+        lib.kp_rp_collect.argtypes = [ctypes.c_void_p, _PASS_FN, _PASS_FN, ctypes.c_void_p, ctypes.c_char_p,
+                                      ctypes.c_size_t]
     lib.kp_rp_result_json.restype = ctypes.c_char_p
     lib.kp_rp_result_json.argtypes = [ctypes.c_void_p]
     lib.kp_rp_destroy.restype = None
@@ -102,6 +111,43 @@ class RangeProfiler:
         self._check_open()
         err = ctypes.create_string_buffer(_ERR_LEN)
         rc = self._lib.kp_rp_end(self._session, err, _ERR_LEN)
+        text = self._lib.kp_rp_result_json(self._session).decode(errors="replace")
+        if rc == ERR_DROPPED:
+            raise RangeProfilerError(err.value.decode(errors="replace"), result=json.loads(text))
+        if rc != OK:
+            raise RangeProfilerError(err.value.decode(errors="replace"))
+        return json.loads(text)
+
+    def collect(self, prepare, run):
+        """User replay (kp_rp_collect): for each counter pass calls prepare(pass) (outside the
+        collection: restore what run overwrites, flush caches, synchronise; may be None), then
+        run(pass) (launch the work and synchronise). Every pass must launch the same kernels.
+        Returns the result as end() does. An exception raised by prepare or run is re-raised
+        as it was; a pass that launched other kernels raises RangeProfilerError of kind "replay"
+        (use begin()/end() then)."""
+        self._check_open()
+        if not hasattr(self._lib, "kp_rp_collect"):
+            raise RangeProfilerError("cupti: this libkp_rangeprof.so has no kp_rp_collect; rebuild it")
+        raised = []
+
+        def wrap(fn):
+            def call(_user, index):
+                if raised:
+                    return 1
+                try:
+                    if fn is not None:
+                        fn(index)
+                    return 0
+                except BaseException as e:  # noqa: BLE001 - re-raised below, outside the C frame
+                    raised.append(e)
+                    return 1
+            return _PASS_FN(call)
+
+        prep, work = wrap(prepare), wrap(run)
+        err = ctypes.create_string_buffer(_ERR_LEN)
+        rc = self._lib.kp_rp_collect(self._session, prep, work, None, err, _ERR_LEN)
+        if raised:
+            raise raised[0]
         text = self._lib.kp_rp_result_json(self._session).decode(errors="replace")
         if rc == ERR_DROPPED:
             raise RangeProfilerError(err.value.decode(errors="replace"), result=json.loads(text))

@@ -327,7 +327,8 @@ std::optional<ProfileMode> profile_mode_from_string(std::string_view s) {
 
 json to_json(const ProfileRequest& r) {
   return {{"mode", to_string(r.mode)}, {"metrics", r.metrics}, {"rangeprof_library", r.rangeprof_library},
-          {"calls", r.calls},          {"warmup_calls", r.warmup_calls}, {"check", r.check}};
+          {"calls", r.calls},          {"warmup_calls", r.warmup_calls}, {"check", r.check},
+          {"replay", r.replay}};
 }
 
 ProfileRequest profile_request_from_json(const json& j) {
@@ -341,6 +342,7 @@ ProfileRequest profile_request_from_json(const json& j) {
   r.calls = j.value("calls", 1);
   r.warmup_calls = j.value("warmup_calls", 3);
   r.check = j.value("check", true);
+  r.replay = j.value("replay", std::string("auto"));
   return r;
 }
 

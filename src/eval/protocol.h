@@ -132,6 +132,12 @@ struct ProfileRequest {
   std::vector<std::string> metrics;  // kCupti: metric names (profile/metric_lists.h)
   std::string rangeprof_library;     // kCupti: absolute path of libkp_rangeprof.so
   int calls = 1;                     // kNvtx, kTrace: calls observed; kCupti profiles one call
+  // kCupti: how the kernels are replayed once per counter pass. "user": the worker calls the
+  // candidate once per pass, restoring its inputs and flushing L2 before each (kp_rp_collect);
+  // "kernel": CUPTI replays each kernel, saving and restoring all device memory around every
+  // pass (kp_rp_begin/kp_rp_end, slow with large buffers); "auto" (default): user, and kernel
+  // when the candidate's passes launch different kernels.
+  std::string replay = "auto";
   int warmup_calls = 3;              // untimed calls after the correctness trial
   // Run one correctness trial against the reference first. Default true; kernelpro profile turns
   // it off because its own evaluation of the same build has just passed (on 2^26-element outputs

@@ -960,13 +960,38 @@ struct NativeEvaluator::Impl {
 
     switch (request.mode) {
       case eval::ProfileMode::kCupti: {
+        // User replay runs the candidate once per counter pass: each pass starts from these
+        // copies of the inputs (a candidate may write its inputs) and a flushed L2. Where the
+        // copies do not fit, CUPTI replays each kernel instead.
+        std::vector<DeviceBuffer> pristine(task->inputs.size());
+        std::string replay = request.replay;
+        for (size_t i = 0; i < pristine.size() && replay != "kernel"; ++i) {
+          if (pristine[i].allocate(sets[0].inputs[i].bytes()) != cudaSuccess ||
+              cudaMemcpyAsync(pristine[i].get(), sets[0].inputs[i].get(), sets[0].inputs[i].bytes(),
+                              cudaMemcpyDeviceToDevice, stream) != cudaSuccess) {
+            cudaGetLastError();
+            replay = "kernel";
+          }
+        }
+        if (replay == "kernel") pristine.clear();
         KP_STOP_IF(flush_l2());
         MaybeStop inner;
+        auto prepare = [&]() -> std::string {
+          for (size_t i = 0; i < pristine.size(); ++i) {
+            inner = harness(cudaMemcpyAsync(sets[0].inputs[i].get(), pristine[i].get(), pristine[i].bytes(),
+                                            cudaMemcpyDeviceToDevice, stream),
+                            "restoring the inputs between counter passes");
+            if (inner) return inner->reason;
+          }
+          inner = flush_l2();
+          return inner ? inner->reason : std::string();
+        };
         auto work = [&]() -> std::string {
           inner = call_and_sync(cand, args, "the candidate");
           return inner ? inner->reason : std::string();
         };
-        auto result = collect_range_profile(request.rangeprof_library, request.metrics, work, &reply->collect_seconds);
+        auto result = collect_range_profile(request.rangeprof_library, request.metrics, replay, prepare, work,
+                                            &reply->collect_seconds);
         if (inner) return inner;
         if (!result.ok()) return Stop{Outcome::kRuntimeError, "the CUPTI range profiler: " + result.error().message};
         reply->range_profile = std::move(*result);

@@ -17,6 +17,7 @@ struct RangeProfilerApi {
   void* (*create)(const char* const*, int, int, char*, size_t) = nullptr;
   int (*begin)(void*, char*, size_t) = nullptr;
   int (*end)(void*, char*, size_t) = nullptr;
+  int (*collect)(void*, int (*)(void*, int), int (*)(void*, int), void*, char*, size_t) = nullptr;  // may be absent
   const char* (*result_json)(void*) = nullptr;
   void (*destroy)(void*) = nullptr;
 };
@@ -38,6 +39,7 @@ Result<const RangeProfilerApi*> load_range_profiler(const std::string& path) {
   a.end = reinterpret_cast<decltype(a.end)>(dlsym(h, "kp_rp_end"));
   a.result_json = reinterpret_cast<decltype(a.result_json)>(dlsym(h, "kp_rp_result_json"));
   a.destroy = reinterpret_cast<decltype(a.destroy)>(dlsym(h, "kp_rp_destroy"));
+  a.collect = reinterpret_cast<decltype(a.collect)>(dlsym(h, "kp_rp_collect"));
   if (!a.create || !a.begin || !a.end || !a.result_json || !a.destroy)
     return make_error(ErrorCode::kNotFound, fmt::format("{} does not export the kp_rp_* API; rebuild it", path));
   api = a;
@@ -76,10 +78,41 @@ void release_range_profiler() {
   session_metrics.clear();
 }
 
+namespace {
+
+// kp_rp_collect's callbacks over the caller's two functions; the first failure is kept.
+struct PassFunctions {
+  const std::function<std::string()>* prepare;
+  const std::function<std::string()>* work;
+  std::string failed;
+};
+
+int run_prepare(void* user, int) {
+  auto* f = static_cast<PassFunctions*>(user);
+  f->failed = (*f->prepare)();
+  return f->failed.empty() ? 0 : 1;
+}
+
+int run_work(void* user, int) {
+  auto* f = static_cast<PassFunctions*>(user);
+  f->failed = (*f->work)();
+  return f->failed.empty() ? 0 : 1;
+}
+
+constexpr int kReplayMismatch = 8;  // KP_RP_ERR_REPLAY
+
+}  // namespace
+
 Result<nlohmann::json> collect_range_profile(const std::string& library_path, const std::vector<std::string>& metrics,
+                                             const std::string& replay, const std::function<std::string()>& prepare,
                                              const std::function<std::string()>& work, double* collect_s) {
+  if (replay != "auto" && replay != "user" && replay != "kernel")
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("unknown replay \"{}\" in the profile request (auto, user or kernel)", replay));
   KP_TRY(const RangeProfilerApi* api, load_range_profiler(library_path));
   if (metrics.empty()) return make_error(ErrorCode::kInvalidInput, "the profile request names no metrics");
+  if (replay == "user" && !api->collect)
+    return make_error(ErrorCode::kNotFound, fmt::format("{} has no kp_rp_collect (user replay); rebuild it", library_path));
   session_api = api;
   char err[1024] = {0};
   auto t0 = std::chrono::steady_clock::now();
@@ -100,24 +133,54 @@ Result<nlohmann::json> collect_range_profile(const std::string& library_path, co
     }
     session_metrics = metrics;
   }
-  if (api->begin(session, err, sizeof err) != 0) {
-    drop();
-    finish();
-    return range_profiler_error("starting the Range Profiler", err);
+  std::string fallback_reason;
+  bool collected = false;
+  if (replay != "kernel" && api->collect) {
+    PassFunctions fns{&prepare, &work, {}};
+    int rc = api->collect(session, run_prepare, run_work, &fns, err, sizeof err);
+    if (!fns.failed.empty()) {
+      drop();
+      finish();
+      return make_error(ErrorCode::kTool, fns.failed);
+    }
+    if (rc == kReplayMismatch && replay == "auto") {
+      fallback_reason = err;  // the candidate's passes differ: CUPTI replays each kernel instead
+    } else if (rc != 0 && rc != 6) {
+      drop();
+      finish();
+      return range_profiler_error("collecting with the Range Profiler (user replay)", err);
+    } else {
+      collected = true;
+    }
   }
-  std::string failed = work();
-  int end_rc = api->end(session, err, sizeof err);
-  if (!failed.empty() || end_rc != 0) {
-    drop();
-    finish();
-    if (!failed.empty()) return make_error(ErrorCode::kTool, failed);
-    return range_profiler_error("stopping the Range Profiler", err);
+  if (!collected) {
+    if (!fallback_reason.empty()) {
+      std::string failed = prepare();
+      if (!failed.empty()) {
+        finish();
+        return make_error(ErrorCode::kTool, failed);
+      }
+    }
+    if (api->begin(session, err, sizeof err) != 0) {
+      drop();
+      finish();
+      return range_profiler_error("starting the Range Profiler", err);
+    }
+    std::string failed = work();
+    int end_rc = api->end(session, err, sizeof err);
+    if (!failed.empty() || end_rc != 0) {
+      drop();
+      finish();
+      if (!failed.empty()) return make_error(ErrorCode::kTool, failed);
+      return range_profiler_error("stopping the Range Profiler", err);
+    }
   }
   const char* text = api->result_json(session);
   nlohmann::json result = nlohmann::json::parse(text ? text : "", nullptr, false);
   finish();
   if (result.is_discarded() || !result.is_object())
     return make_error(ErrorCode::kTool, "the Range Profiler library returned a result that is not a JSON object");
+  if (!fallback_reason.empty()) result["replay_fallback"] = fallback_reason;
   return result;
 }
 

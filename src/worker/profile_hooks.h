@@ -17,15 +17,22 @@
 namespace kp::worker {
 
 // Collects metric values for the kernels launched by `work` with the Range Profiler (auto
-// range, kernel replay: one range per kernel). The library is loaded once per process and kept,
-// and so is the session of the last metric list (up to 256 kernels per call): the next request
-// with the same list skips its set-up. Not thread-safe (the worker serves one request at a time).
-// Returns the library's JSON result ({"passes", "ranges":[{"name","values"}], ...}) and sets
-// *collect_s to the wall time of create..end. `work` returns an empty string on success or the
-// reason it failed; that failure is returned as kRuntimeError. kNotFound when the library cannot
-// be loaded, kUnavailable when CUPTI refuses (counter permission, unsupported device), and
-// kInvalidInput when a metric name is unknown; each message says what to do.
+// range: one range per kernel). The library is loaded once per process and kept, and so is the
+// session of the last metric list (up to 256 kernels per call): the next request with the same
+// list skips its set-up. Not thread-safe (the worker serves one request at a time).
+// replay (eval::ProfileRequest::replay): "user" calls prepare then work once per counter pass
+// (kp_rp_collect); "kernel" calls work once and CUPTI replays each kernel (kp_rp_begin/
+// kp_rp_end); "auto" is user, and kernel (prepare, then work once more) when the passes
+// launched different kernels, with "replay_fallback" in the result saying why. `prepare`
+// restores what `work` overwrites and flushes caches; before a kernel-replay collection the
+// caller has done that itself. Both return an empty string on success or the reason they
+// failed, returned as kTool.
+// Returns the library's JSON result ({"passes", "replay", "ranges":[{"name","values"}], ...})
+// and sets *collect_s to the wall time of create..end. kNotFound when the library cannot be
+// loaded, kUnavailable when CUPTI refuses (counter permission, unsupported device), and
+// kInvalidInput when a metric name or the replay is unknown; each message says what to do.
 Result<nlohmann::json> collect_range_profile(const std::string& library_path, const std::vector<std::string>& metrics,
+                                             const std::string& replay, const std::function<std::string()>& prepare,
                                              const std::function<std::string()>& work, double* collect_s);
 
 // Destroys the kept Range Profiler session, if any, so that nothing of CUPTI's stays enabled on
