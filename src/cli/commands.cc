@@ -295,6 +295,7 @@ int run_profile(const ProfileFlags& flags, const CommonFlags& common) {
   o.profiler.trace_library = worker.parent_path() / "libkp_trace.so";
   o.profiler.scratch_dir = scratch->path();
   o.profiler.timeout_s = o.evaluator.eval.timeout_s;
+  o.profiler.replay = flags.replay;
   o.profiler.ncu.ncu = flags.ncu;
   o.profiler.sass.cuobjdump = flags.cuobjdump;
   o.profiler.sass.search_dirs = {fs::path(KP_SOURCE_DIR) / ".kp-tools" / "python"};

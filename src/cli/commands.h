@@ -48,6 +48,7 @@ struct BaselineFlags {
 struct ProfileFlags {
   EvalFlags eval;                   // task, candidate, --cu, --python, --seed, --timeout
   std::string collector = "cupti";  // who reads the counters: cupti (in the worker) or ncu
+  std::string replay = "auto";      // --replay: cupti's pass replay (eval::ProfileRequest::replay)
   int stage = 1;                    // 2: add the stage-2 metric families the class calls for
   std::vector<std::string> families;  // --family: stage-2 families to collect instead
   std::vector<std::string> metrics;   // --metrics: extra metric names for stage 1

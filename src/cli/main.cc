@@ -63,6 +63,11 @@ int main(int argc, char** argv) {
   profile->add_option("--collector", profile_flags.collector, "who reads the counters: cupti (in the worker, fast) or ncu (Nsight Compute, the reference)")
       ->check(CLI::IsMember({"cupti", "ncu"}))
       ->default_val("cupti");
+  profile->add_option("--replay", profile_flags.replay,
+                      "cupti: user (the worker reruns the candidate per counter pass from restored inputs), kernel (CUPTI "
+                      "saves and restores all device memory per pass; slow), auto (user, else kernel)")
+      ->check(CLI::IsMember({"auto", "user", "kernel"}))
+      ->default_val("auto");
   profile->add_option("--stage", profile_flags.stage, "1: stage-1 metrics; 2: also the stage-2 families the class calls for")->default_val(1)->check(CLI::Range(1, 2));
   profile->add_option("--family", profile_flags.families, "stage-2 families to collect (memory, latency, compute, shared); implies --stage 2")
       ->delimiter(',')

@@ -49,6 +49,13 @@ struct KernelProfile {
   double collect_s = 0;                // the collector's own part: CUPTI create..end in the
                                        // worker; for ncu, its whole run
   int passes = 0;                      // replay passes per kernel when the collector says, else 0
+  std::string replay;                  // CUPTI: "user" or "kernel" (how the passes were replayed);
+                                       // empty for ncu
+  std::string replay_fallback;         // CUPTI: why user replay gave way to kernel replay, if it did
+  // CUPTI: where the time went, seconds: the library's own steps ("create", "begin", "end",
+  // "prepare", "passes") and the worker request's phases ("worker.load", "worker.setup",
+  // "worker.warmup", "worker.collect"). Empty for ncu.
+  std::map<std::string, double> timing_s;
   std::string log_path;                // ncu: the --log-file it wrote; empty for CUPTI
 };
 

@@ -77,6 +77,7 @@ Result<KernelProfile> Profiler::counters(const ProfileTarget& target, const std:
   request.metrics = metrics;
   request.warmup_calls = options_.warmup_calls;
   request.check = options_.check;
+  request.replay = options_.replay;
   auto t0 = std::chrono::steady_clock::now();
   if (collector == Collector::kCupti) {
     if (options_.rangeprof_library.empty())
@@ -96,6 +97,12 @@ Result<KernelProfile> Profiler::counters(const ProfileTarget& target, const std:
     p.kernels = std::move(kernels);
     p.metrics = metrics;
     p.passes = pr.range_profile.value("passes", 0);
+    p.replay = pr.range_profile.value("replay", std::string("kernel"));
+    p.replay_fallback = pr.range_profile.value("replay_fallback", std::string());
+    if (auto t = pr.range_profile.find("timing_s"); t != pr.range_profile.end() && t->is_object())
+      for (const auto& [k, v] : t->items())
+        if (v.is_number()) p.timing_s[k] = v.get<double>();
+    for (const auto& [k, v] : pr.phase_seconds) p.timing_s["worker." + k] = v;
     p.collect_s = pr.collect_seconds;
     p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return p;

@@ -52,6 +52,8 @@ struct ProfilerOptions {
   // One correctness trial in each profile request (eval/protocol.h, ProfileRequest::check).
   // Default true; kernelpro profile sets it false after its own evaluation passed.
   bool check = true;
+  // Counter-pass replay of Collector::kCupti (eval::ProfileRequest::replay): auto, user, kernel.
+  std::string replay = "auto";
 };
 
 // What the worker needs to run the candidate: the same parts an eval request carries.

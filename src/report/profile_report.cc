@@ -87,9 +87,11 @@ std::string format_profile_text(const task::Task& task, const driver::ProfilePag
   out += fmt::format("  arithmetic intensity {:.2f} FLOP/B (ridge {:.1f})\n", r.arithmetic_intensity, r.ridge_intensity);
 
   const auto& c = *page.counters;
-  out += fmt::format("\nKERNELS   ({}, {} metrics, {} passes; collection {}, request {})\n",
-                     profile::to_string(c.collector), c.metrics.size(), c.passes, format_seconds(c.collect_s),
+  out += fmt::format("\nKERNELS   ({}, {} metrics, {} passes{}; collection {}, request {})\n",
+                     profile::to_string(c.collector), c.metrics.size(), c.passes,
+                     c.replay.empty() ? std::string() : ", " + c.replay + " replay", format_seconds(c.collect_s),
                      format_seconds(c.wall_s));
+  if (!c.replay_fallback.empty()) out += fmt::format("  kernel replay, because user replay could not: {}\n", c.replay_fallback);
   out += fmt::format("  {:<3} {:<28} {:>16} {:>12} {:>10} {:>10} {:>10} {:>5} {:>5}\n", "#", "kernel", "grid", "block",
                      "time", "dram rd", "dram wr", "SM%", "Mem%");
   for (const auto& k : c.kernels) {
@@ -154,9 +156,12 @@ json profile_to_json(const task::Task& task, const driver::ProfilePage& page) {
     json ks = json::array();
     for (const auto& k : p.kernels)
       ks.push_back({{"index", k.launch_index}, {"name", k.name}, {"grid", k.grid}, {"block", k.block}, {"metrics", k.values}});
-    return json{{"collector", profile::to_string(p.collector)}, {"passes", p.passes}, {"wall_s", p.wall_s},
-                {"collect_s", p.collect_s},
-                {"metrics", p.metrics}, {"kernels", ks}};
+    json out{{"collector", profile::to_string(p.collector)}, {"passes", p.passes}, {"wall_s", p.wall_s},
+             {"collect_s", p.collect_s}, {"metrics", p.metrics}, {"kernels", ks}};
+    if (!p.replay.empty()) out["replay"] = p.replay;
+    if (!p.timing_s.empty()) out["timing_s"] = p.timing_s;
+    if (!p.replay_fallback.empty()) out["replay_fallback"] = p.replay_fallback;
+    return out;
   };
   if (page.counters) j["counters"] = kernels_json(*page.counters);
   j["stage2"] = page.stage2_families;

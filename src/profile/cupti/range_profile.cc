@@ -52,8 +52,10 @@ Result<KernelProfile> parse_range_profile(std::string_view text) {
     }
   }
   if (auto n = j.find("passes"); n != j.end() && n->is_number_integer()) p.passes = n->get<int>();
+  if (auto r = j.find("replay"); r != j.end() && r->is_string()) p.replay = r->get<std::string>();
+  if (auto r = j.find("replay_fallback"); r != j.end() && r->is_string()) p.replay_fallback = r->get<std::string>();
   if (auto t = j.find("timing_s"); t != j.end() && t->is_object()) {
-    for (const char* phase : {"create", "begin", "end"}) {
+    for (const char* phase : {"create", "begin", "end", "prepare", "passes"}) {
       auto v = t->find(phase);
       if (v != t->end() && v->is_number()) p.wall_s += v->get<double>();
     }
