@@ -97,12 +97,15 @@ TEST_P(ProfileSessionGpu, InProcessCountersAgreeWithNcuAndGiveAClass) {
     // Counts near zero (a few stray FADDs) are not compared; percentages always are.
     const bool count = a.metric.find("pct") == std::string::npos;
     if (count && std::fabs(a.ncu) < 1e3 && std::fabs(a.cupti) < 1e3) continue;
-    ++compared;
     // DRAM bytes of a kernel that re-reads its data through L2 (L2 traffic >= 4x DRAM traffic)
-    // depend on what L2 held when each replay pass began, which the two collectors leave
-    // differently: the naive bf16 GEMM read 1.93e9 B in process and 2.24e9 B under ncu (14%) on
-    // the H200 while its L2 bytes agreed to 0.6%.
-    const double bound = a.metric == "dram__bytes_read.sum" && l2_per_dram[a.kernel] >= 4 ? 0.20 : 0.05;
+    // depend on what L2 held as each pass began and on the order the CTAs ran in, which no two
+    // collectors share: on the H200 the naive bf16 GEMM read 1.93e9 B with kernel replay and
+    // 1.96e9 B with user replay in process, 2.24e9 B and 2.59e9 B in two ncu runs, while its L2
+    // bytes, time and SOL percentages agreed within 2%. Such a kernel is held to its L2 bytes;
+    // its DRAM bytes are printed below, not compared.
+    if (a.metric == "dram__bytes_read.sum" && l2_per_dram[a.kernel] >= 4) continue;
+    ++compared;
+    const double bound = 0.05;
     EXPECT_LE(a.relative_difference, bound) << GetParam() << " " << a.kernel << " " << a.metric << ": cupti " << a.cupti
                                             << " ncu " << a.ncu;
   }

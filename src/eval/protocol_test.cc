@@ -123,6 +123,21 @@ TEST(Protocol, BaselineReplyKeepsEveryModeAndItsError) {
   EXPECT_DOUBLE_EQ(to_json(r->results["eager"])["mean_ms"].get<double>(), 1.5);
 }
 
+TEST(Protocol, ProfileRequestRoundTripKeepsTheReplay) {
+  ProfileRequest r;
+  EXPECT_EQ(r.replay, "auto");  // user replay unless the candidate's passes differ
+  r.mode = ProfileMode::kCupti;
+  r.metrics = {"dram__bytes_read.sum"};
+  r.replay = "kernel";
+  r.check = false;
+  ProfileRequest back = profile_request_from_json(to_json(r));
+  EXPECT_EQ(back.replay, "kernel");
+  EXPECT_EQ(back.metrics, r.metrics);
+  EXPECT_FALSE(back.check);
+  // A request from an older driver has no replay: auto.
+  EXPECT_EQ(profile_request_from_json(json::parse(R"({"mode":"cupti","metrics":["a.sum"]})")).replay, "auto");
+}
+
 TEST(Protocol, MalformedBaselineRepliesAreProtocolErrors) {
   auto no_results = baseline_reply_from_json(json::parse(R"({"ok":true,"id":1})"));
   ASSERT_FALSE(no_results.ok());

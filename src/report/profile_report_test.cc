@@ -23,6 +23,7 @@ driver::ProfilePage ok_page() {
   profile::KernelProfile c;
   c.collector = profile::Collector::kCupti;
   c.passes = 15;
+  c.replay = "user";
   c.metrics = {"gpu__time_duration.sum"};
   profile::KernelMetrics k;
   k.name = "(anonymous namespace)::gelu_seed(float const*, float*, long)";
@@ -58,7 +59,7 @@ TEST(ProfileReport, ThePageLeadsWithTheClassThenEveryLevel) {
   EXPECT_NE(text.find("agrees"), std::string::npos);
   EXPECT_NE(text.find("gelu_seed"), std::string::npos) << text;  // the anonymous namespace is dropped, not the name
   EXPECT_NE(text.find("(262144,1,1)"), std::string::npos) << text;
-  EXPECT_NE(text.find("15 passes"), std::string::npos);
+  EXPECT_NE(text.find("15 passes, user replay"), std::string::npos) << text;
   EXPECT_NE(text.find("STAGE 2   (memory)"), std::string::npos);
   EXPECT_NE(text.find("l1tex__t_sector_hit_rate.pct"), std::string::npos);  // a stage-2 metric is listed
   EXPECT_NE(text.find("libkp_trace.so was not found"), std::string::npos);
@@ -69,6 +70,8 @@ TEST(ProfileReport, JsonCarriesTheClassCountersAndNotes) {
   EXPECT_EQ(j["class"], "memory-bound");
   EXPECT_EQ(j["counters"]["collector"], "cupti");
   EXPECT_EQ(j["counters"]["passes"], 15);
+  EXPECT_EQ(j["counters"]["replay"], "user");
+  EXPECT_FALSE(j["counters"].contains("replay_fallback"));
   EXPECT_EQ(j["counters"]["kernels"][0]["grid"][0], 262144);
   EXPECT_EQ(j["stage2"][0], "memory");
   EXPECT_EQ(j["notes"].size(), 1u);

@@ -50,6 +50,22 @@ TEST(RangeProfile, KernelsInLaunchOrderWithValuesAndUnits) {
   EXPECT_DOUBLE_EQ(strided.get_or("sm__throughput.avg.pct_of_peak_sustained_elapsed", 0), 4.25);
 }
 
+TEST(RangeProfile, UserReplayTimesAndFallbackAreRead) {
+  // kp_rp_collect's result: "replay":"user", its prepare and pass times in timing_s.
+  auto p = parse_range_profile(
+      R"({"passes":2,"ranges":[{"name":"k","values":{"gpu__time_duration.sum":5}}],"dropped":0,"replay":"user",)"
+      R"("passes_run":2,"timing_s":{"create":0.1,"begin":0,"end":0.002,"prepare":0.004,"passes":0.02}})");
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->replay, "user");
+  EXPECT_TRUE(p->replay_fallback.empty());
+  EXPECT_NEAR(p->wall_s, 0.126, 1e-12);
+  auto k = parse_range_profile(
+      R"({"passes":2,"ranges":[],"dropped":0,"replay":"kernel","replay_fallback":"replay: pass 1 launched 1 kernels"})");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  EXPECT_EQ(k->replay, "kernel");
+  EXPECT_EQ(k->replay_fallback, "replay: pass 1 launched 1 kernels");
+}
+
 TEST(RangeProfile, VectorFormGivesTheSameKernels) {
   auto k = parse_range_profile_json(kTwoRanges);
   ASSERT_TRUE(k.ok()) << k.error().message;
