@@ -1,0 +1,113 @@
+// dram_over_ideal: the call moves far more DRAM bytes than the task needs: inputs re-read,
+// passes that are not fused, intermediate tensors written and read back.
+//
+// DRAM bytes = dram__bytes_read.sum + dram__bytes_write.sum (stage 1) summed over the call's
+// kernels (every kernel must have both; quiet otherwise), against Evidence::ideal_bytes (the
+// task's compulsory traffic: each input read once, each output written once; quiet when 0).
+// Fires when the ratio is >= kMinRatio (1.5x: beyond what L2 misses on halo rows, alignment
+// and write-allocate explain); critical when >= kCriticalRatio (3x) and the call is
+// memory-bound, warning otherwise.
+// Estimated gain: memory-bound, time scales with bytes: gain = ratio. Otherwise only the DRAM
+// part f of the time (the DRAM roof's fraction of its ceiling) shrinks: 1 / (1 - f (1 - 1 /
+// ratio)). f = 0 (no DRAM roof) gives 1.
+//
+// Worked example, the softmax seed (bench/results/h200-2026-12-03-profile/run2) on a 2^26-float
+// input: ideal 2 x 268,435,456 = 536,870,912 B; measured 764,120,320 + 270,131,200 =
+// 1,034,251,520 B: 1.93x >= 1.5 (the input is read twice: once for the max, once for the sum and
+// the output). Memory-bound, gain 1.93x; warning (< 3x). An online softmax that reads the row
+// once moves ~1.0x: quiet.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "analysis/tool.h"
+
+namespace kp::analysis {
+namespace {
+
+constexpr double kMinRatio = 1.5;
+constexpr double kCriticalRatio = 3;
+constexpr const char* kRead = "dram__bytes_read.sum";
+constexpr const char* kWrite = "dram__bytes_write.sum";
+
+class DramOverIdeal final : public Tool {
+ public:
+  const ToolSpec& spec() const override {
+    static const ToolSpec s{
+        "dram_over_ideal",
+        "DRAM traffic above the ideal",
+        "The call's DRAM bytes against the task's ideal bytes: re-reads, unfused passes and "
+        "intermediate tensors show up as a multiple of the compulsory traffic.",
+        {},
+        {},
+        false,
+        false};
+    return s;
+  }
+
+  std::vector<Finding> run(const Evidence& e) const override {
+    if (e.ideal_bytes <= 0 || e.kernels.empty()) return {};
+    double bytes = 0, biggest = 0;
+    std::string biggest_name;
+    for (const auto& k : e.kernels) {
+      auto rd = metric(k, kRead), wr = metric(k, kWrite);
+      if (!rd || !wr) return {};
+      bytes += *rd + *wr;
+      if (*rd + *wr > biggest) {
+        biggest = *rd + *wr;
+        biggest_name = k.name;
+      }
+    }
+    const double ratio = bytes / e.ideal_bytes;
+    if (ratio < kMinRatio) return {};
+    const bool memory = e.roofline && e.roofline->cls == BottleneckClass::kMemoryBound;
+
+    Finding f;
+    f.tool = spec().name;
+    f.severity = ratio >= kCriticalRatio && memory ? Severity::kCritical : Severity::kWarning;
+    if (memory) {
+      f.estimated_gain = ratio;
+    } else if (e.roofline) {
+      double dram = 0;
+      for (const auto& r : e.roofline->roofs)
+        if (r.name == "DRAM") dram = std::clamp(r.fraction, 0.0, 1.0);
+      f.estimated_gain = 1 / (1 - dram * (1 - 1 / ratio));
+    }
+    f.evidence.push_back(evidence("DRAM bytes / ideal bytes", ratio, ">=",
+                                  f.severity == Severity::kCritical ? kCriticalRatio : kMinRatio, "x"));
+    f.evidence.push_back(context("DRAM bytes (read + write)", bytes, "B"));
+    f.evidence.push_back(context("task ideal bytes", e.ideal_bytes, "B"));
+    const size_t n = e.kernels.size();
+    f.evidence.push_back(context("kernels in the call", double(n)));
+    if (n > 1) f.evidence.push_back(context("largest kernel's share of the DRAM bytes", biggest / bytes));
+
+    char title[200];
+    std::snprintf(title, sizeof title, "DRAM traffic is %.2fx the task's ideal (%.3g B against %.3g B)", ratio, bytes,
+                  e.ideal_bytes);
+    f.title = title;
+    if (n > 1) {
+      f.guidance = "The call's " + std::to_string(n) +
+                   " kernels move the data several times: fuse them so intermediates stay in "
+                   "registers or shared memory instead of making a round trip through DRAM "
+                   "(largest mover: " + biggest_name +
+                   "). Within each kernel, read each input once: keep a tile on chip while it is "
+                   "reused, and order blocks so neighbours share their working set in L2.";
+      f.actions = {"fuse", "reuse_data", "tile_for_l2"};
+    } else {
+      f.guidance =
+          "The kernel reads (or writes) the same data more than once from DRAM. Keep what is "
+          "reused on chip: one pass over each row with the partial results in registers (an "
+          "online reduction instead of separate max / sum / normalize passes), tiles held in "
+          "shared memory while they are reused, and a block order (or smaller tiles) whose "
+          "working set fits in the 50 MB L2.";
+      f.actions = {"reuse_data", "tile_for_l2", "fuse"};
+    }
+    return {std::move(f)};
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Tool> make_dram_over_ideal() { return std::make_unique<DramOverIdeal>(); }
+
+}  // namespace kp::analysis

@@ -1,0 +1,201 @@
+// occupancy_limiter: too few resident warps to hide latency, and which resource caps them.
+//
+// Theoretical occupancy is computed as the CUDA occupancy calculator does for sm_90 (the only
+// architecture whose limits are tabled here; other architectures stay quiet):
+//   registers  ptxas' count (else the trace's), rounded up per warp to 256 (a warp of 32 regs
+//              takes 1,024); each of the 4 SM sub-partitions holds 16,384 registers, so warps by
+//              registers = 4 x floor(16384 / per-warp allocation); blocks = that / warps per block
+//   shared     static (ptxas) + dynamic (the trace) + 1 KB the runtime reserves per block, in
+//              128 B units, against 228 KB per SM
+//   threads    2,048 per SM (64 warps);  blocks  32 per SM
+// blocks/SM = the smallest of the four, which names the limiter; theoretical occupancy =
+// blocks/SM x warps per block / 64. Achieved occupancy is sm__warps_active.avg.pct_of_peak
+// _sustained_active (stage 1). ncu's launch__occupancy_limit_* and sm__maximum_warps_per_active
+// _cycle_pct are not in the Range Profiler's verified lists, hence the computation here.
+//
+// Fires on a latency-bound kernel whose theoretical occupancy is < 50% (below about 32 warps
+// per SM Hopper's schedulers run out of warps to switch to; ncu's TheoreticalOccupancy rule
+// reports anything below 100% and is noisy for that reason), or whose achieved occupancy is
+// < 50% and >= 20 points below theoretical while the grid fills at least one wave (ncu's
+// AchievedOccupancy rule uses 10 points; below one wave the gap is small_grid's; at >= 50%
+// achieved more warps help little, and few eligible warps there are low_ilp's). A
+// memory-bound kernel counts too when its achieved occupancy is < 40% and DRAM/L2 is below 80%
+// of its roof: too few loads in flight to saturate memory. Launch- and compute-bound kernels
+// are left alone.
+//
+// Estimated gain: latency hiding grows roughly with resident warps up to ~50%, so
+// min(50 / achieved, roofline headroom) for a resource limit, min(theoretical / achieved,
+// headroom) for the gap; >= 1.
+//
+// Worked example: 128 registers, 256 threads, no shared memory. 128 x 32 = 4,096 registers a
+// warp; 16384 / 4096 = 4 warps per sub-partition, 16 per SM = 2 blocks of 8 warps; threads
+// allow 8 blocks, blocks 32, shared 228: registers limit to 2 blocks = 16 warps = 25% < 50%.
+// With achieved 24% and headroom 3x: gain min(50 / 24, 3) = 2.1x, critical (<= 25%), action
+// reduce_registers (__launch_bounds__(256, 4) caps ptxas at 64 registers: 50%).
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "analysis/tool.h"
+
+namespace kp::analysis {
+namespace {
+
+constexpr int kWarpSize = 32;
+constexpr int kSm90SubPartitions = 4;
+constexpr int kSm90RegistersPerSubPartition = 65536 / kSm90SubPartitions;
+constexpr int kSm90RegisterUnit = 256;  // per-warp allocation granularity
+constexpr int64_t kSm90SharedPerSm = 228 * 1024;
+constexpr int64_t kSm90ReservedSharedPerBlock = 1024;
+constexpr int64_t kSm90SharedUnit = 128;
+constexpr int kSm90MaxWarps = 64;
+constexpr int kSm90MaxBlocks = 32;
+
+constexpr double kLowTheoreticalPct = 50;
+constexpr double kAchievedGapPoints = 20;
+constexpr double kMemoryLowAchievedPct = 40;
+constexpr double kMemoryRoofFraction = 0.8;
+constexpr double kTargetOccupancyPct = 50;
+
+struct Occupancy {
+  int warps_per_block = 0;
+  int by_registers = 0, by_shared = 0, by_warps = 0, by_blocks = kSm90MaxBlocks;
+  int blocks_per_sm = 0;
+  std::string limiter;  // "registers", "shared memory", "warps per SM", "blocks per SM"
+  double theoretical_pct = 0;
+};
+
+int64_t product(const std::array<int64_t, 3>& d) { return d[0] * std::max<int64_t>(d[1], 1) * std::max<int64_t>(d[2], 1); }
+
+// sm_90 occupancy of a block of `threads` with `regs` registers a thread and `shared` bytes
+// (static + dynamic) a block; nullopt for an impossible launch.
+std::optional<Occupancy> sm90_occupancy(int64_t threads, int regs, int64_t shared) {
+  if (threads <= 0 || threads > 1024 || regs <= 0 || regs > 255) return std::nullopt;
+  Occupancy o;
+  o.warps_per_block = static_cast<int>((threads + kWarpSize - 1) / kWarpSize);
+  const int per_warp = (regs * kWarpSize + kSm90RegisterUnit - 1) / kSm90RegisterUnit * kSm90RegisterUnit;
+  o.by_registers = kSm90SubPartitions * (kSm90RegistersPerSubPartition / per_warp) / o.warps_per_block;
+  const int64_t smem = (shared + kSm90ReservedSharedPerBlock + kSm90SharedUnit - 1) / kSm90SharedUnit * kSm90SharedUnit;
+  o.by_shared = static_cast<int>(std::min<int64_t>(kSm90SharedPerSm / smem, 1 << 20));
+  o.by_warps = kSm90MaxWarps / o.warps_per_block;
+  o.blocks_per_sm = std::min({o.by_registers, o.by_shared, o.by_warps, o.by_blocks});
+  if (o.blocks_per_sm == o.by_registers) o.limiter = "registers";
+  else if (o.blocks_per_sm == o.by_shared) o.limiter = "shared memory";
+  else if (o.blocks_per_sm == o.by_warps) o.limiter = "warps per SM";
+  else o.limiter = "blocks per SM";
+  o.theoretical_pct = 100.0 * o.blocks_per_sm * o.warps_per_block / kSm90MaxWarps;
+  return o;
+}
+
+bool is_sm90(const Evidence& e) { return e.device.cc_major == 9 || (e.device.cc_major == 0 && e.ceilings.cc_major == 9); }
+
+class OccupancyLimiter final : public Tool {
+ public:
+  const ToolSpec& spec() const override {
+    static const ToolSpec s{
+        "occupancy_limiter",
+        "Occupancy limited by resources",
+        "Theoretical occupancy from registers, shared memory and block size against the SM's limits, "
+        "and achieved against theoretical: too few resident warps leave latency exposed.",
+        {BottleneckClass::kLatencyBound, BottleneckClass::kMemoryBound},
+        {},
+        true,
+        false};
+    return s;
+  }
+
+  std::vector<Finding> run(const Evidence& e) const override {
+    std::vector<Finding> out;
+    if (!e.roofline || !is_sm90(e)) return out;
+    const bool latency = e.roofline->cls == BottleneckClass::kLatencyBound;
+    const bool memory = e.roofline->cls == BottleneckClass::kMemoryBound;
+    if (!latency && !memory) return out;
+    if (memory && e.roofline->sol_fraction >= kMemoryRoofFraction) return out;
+    const int sms = e.device.sm_count > 0 ? e.device.sm_count : e.ceilings.sm_count;
+
+    for (size_t i = 0; i < e.kernels.size(); ++i) {
+      const auto& k = e.kernels[i];
+      const profile::KernelSass* sass = e.sass_for(k);
+      const profile::TraceKernel* tk = e.traced(i);
+      int regs = sass && sass->resources ? sass->resources->registers : 0;
+      if (regs <= 0 && tk) regs = tk->registers_per_thread;
+      int64_t shared = sass && sass->resources ? sass->resources->shared_bytes : (tk ? tk->static_shared_bytes : 0);
+      if (tk) shared += tk->dynamic_shared_bytes;
+      int64_t threads = product(k.block);
+      if (threads <= 0 && tk) threads = product(tk->block);
+      int64_t blocks = product(k.grid);
+      if (blocks <= 0 && tk) blocks = product(tk->grid);
+      auto occ = sm90_occupancy(threads, regs, shared);
+      if (!occ) continue;
+      const auto achieved = metric(k, "sm__warps_active.avg.pct_of_peak_sustained_active");
+      if (!achieved) continue;
+      const double headroom = e.roofline->headroom > 1 ? e.roofline->headroom : 1e9;
+
+      const bool resource_limited = occ->theoretical_pct < kLowTheoreticalPct;
+      const bool full_wave = sms > 0 && blocks >= static_cast<int64_t>(sms) * occ->blocks_per_sm;
+      const bool gap = full_wave && *achieved < kTargetOccupancyPct && occ->theoretical_pct - *achieved >= kAchievedGapPoints;
+      if (!resource_limited && !gap) continue;
+      if (memory && *achieved >= kMemoryLowAchievedPct) continue;
+
+      Finding f;
+      f.tool = spec().name;
+      f.kernel = k.name;
+      f.evidence.push_back(context("registers per thread", regs));
+      f.evidence.push_back(context("shared memory per block", static_cast<double>(shared), "B"));
+      f.evidence.push_back(context("threads per block", static_cast<double>(threads)));
+      f.evidence.push_back(context("blocks per SM by registers", occ->by_registers));
+      f.evidence.push_back(context("blocks per SM by shared memory", occ->by_shared));
+      f.evidence.push_back(context("blocks per SM by warps", occ->by_warps));
+      if (resource_limited) {
+        f.severity = occ->theoretical_pct <= 25 ? Severity::kCritical : Severity::kWarning;
+        f.estimated_gain = std::clamp(kTargetOccupancyPct / std::max(*achieved, 1.0), 1.0, headroom);
+        f.title = "Theoretical occupancy " + std::to_string(static_cast<int>(occ->theoretical_pct)) + "% is limited by " +
+                  occ->limiter;
+        f.evidence.push_back(evidence("theoretical occupancy", occ->theoretical_pct, "<", kLowTheoreticalPct, "%"));
+        f.evidence.push_back(context("sm__warps_active.avg.pct_of_peak_sustained_active", *achieved, "%"));
+        if (occ->limiter == "registers") {
+          f.guidance = "Each thread holds " + std::to_string(regs) + " registers, so only " +
+                       std::to_string(occ->blocks_per_sm) +
+                       " blocks fit per SM. Cap them with __launch_bounds__(threads, minBlocks) or "
+                       "-maxrregcount (at 256 threads: 32 registers allow 100%, 40 allow 75%, 64 allow 50%, 128 only 25%), keep fewer values "
+                       "live (smaller per-thread tiles, recompute cheap values), and check that the cap does not "
+                       "cause spills.";
+          f.actions = {"reduce_registers"};
+        } else if (occ->limiter == "shared memory") {
+          f.guidance = "Each block needs " + std::to_string(shared / 1024) +
+                       " KB of shared memory (plus 1 KB reserved), so only " + std::to_string(occ->blocks_per_sm) +
+                       " blocks fit in the SM's 228 KB. Use smaller tiles or fewer pipeline stages, store tiles in "
+                       "a narrower type, or reuse one buffer for successive phases.";
+          f.actions = {"reduce_shared_memory"};
+        } else {
+          f.guidance = "The block size caps resident warps: " + std::to_string(threads) +
+                       " threads per block allows " + std::to_string(occ->blocks_per_sm) +
+                       " blocks per SM. Use 128-256 threads per block (a multiple of 32) so that more warps fit.";
+          f.actions = {"tune_block_size"};
+        }
+      } else {
+        f.severity = Severity::kWarning;
+        f.estimated_gain = std::clamp(occ->theoretical_pct / std::max(*achieved, 1.0), 1.0, headroom);
+        f.title = "Achieved occupancy " + std::to_string(static_cast<int>(*achieved)) + "% is far below the theoretical " +
+                  std::to_string(static_cast<int>(occ->theoretical_pct)) + "%";
+        f.evidence.push_back(context("theoretical occupancy", occ->theoretical_pct, "%"));
+        f.evidence.push_back(evidence("theoretical - achieved occupancy", occ->theoretical_pct - *achieved, ">=",
+                                      kAchievedGapPoints, "points"));
+        f.guidance = "Warp slots the resources would allow stay empty: blocks finish unevenly (work imbalance "
+                     "between blocks or warps, early exits) or blocks are too large to be replaced quickly. Give "
+                     "every block the same amount of work, and try smaller blocks (128 threads) so that a "
+                     "finished block frees its slot sooner.";
+        f.actions = {"tune_block_size"};
+      }
+      out.push_back(std::move(f));
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Tool> make_occupancy_limiter() { return std::make_unique<OccupancyLimiter>(); }
+
+}  // namespace kp::analysis
