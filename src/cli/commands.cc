@@ -12,10 +12,13 @@
 #include <fmt/format.h>
 
 #include "driver/baseline.h"
+#include "analysis/rule_tool.h"
+#include "driver/analyze_session.h"
 #include "driver/profile_session.h"
 #include "profile/calibration.h"
 #include "profile/ncu/ncu_runner.h"
 #include "profile/sass/cuobjdump.h"
+#include "report/analyze_report.h"
 #include "report/profile_report.h"
 #include "eval/evaluator.h"
 #include "report/eval_report.h"
@@ -251,33 +254,46 @@ int run_baseline(const BaselineFlags& flags) {
 
 namespace kp::cli {
 
-int run_profile(const ProfileFlags& flags, const CommonFlags& common) {
+// What `profile` and `analyze` share: the task, the candidate, the scratch folder and the
+// session's options. Errors are returned for exit_for.
+struct ProfileSetup {
+  task::Task task;
+  fs::path candidate;
+  std::optional<sys::TempDir> scratch;
+  std::unique_ptr<profile::CalibrationStore> store;
+  driver::ProfileSessionOptions options;
+};
+
+Result<std::unique_ptr<ProfileSetup>> profile_setup(const ProfileFlags& flags, const CommonFlags& common,
+                                                    const char* command) {
+  auto setup = std::make_unique<ProfileSetup>();
   const bool kernelbench = is_kernelbench_path(flags.eval.task);
   auto task = kernelbench ? task::load_kernelbench_problem(flags.eval.task) : task::load_native_task(flags.eval.task);
-  if (!task.ok()) return exit_for(task.error());
+  if (!task.ok()) return task.error();
   fs::path cand;
   if (kernelbench) {
     if (flags.eval.candidate.empty())
-      return exit_for(make_error(ErrorCode::kInvalidInput,
-                                 fmt::format("{} is a KernelBench problem: name the candidate .py: kernelpro profile {} "
-                                             "CANDIDATE.py [--cu CANDIDATE.cu]",
-                                             flags.eval.task, flags.eval.task)));
+      return make_error(ErrorCode::kInvalidInput,
+                        fmt::format("{} is a KernelBench problem: name the candidate .py: kernelpro {} {} "
+                                    "CANDIDATE.py [--cu CANDIDATE.cu]",
+                                    flags.eval.task, command, flags.eval.task));
     cand = flags.eval.candidate;
   } else {
     auto c = candidate_path(*task, flags.eval.candidate);
-    if (!c.ok()) return exit_for(c.error());
+    if (!c.ok()) return c.error();
     cand = *c;
   }
   auto collector = profile::collector_from_string(flags.collector);
   if (!collector)
-    return exit_for(make_error(ErrorCode::kInvalidInput,
-                               fmt::format("--collector {}: expected cupti (in the worker, the default) or ncu", flags.collector)));
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("--collector {}: expected cupti (in the worker, the default) or ncu", flags.collector));
   if (flags.stage != 1 && flags.stage != 2)
-    return exit_for(make_error(ErrorCode::kInvalidInput, fmt::format("--stage {}: expected 1 or 2", flags.stage)));
-  auto scratch = make_scratch("kernelpro-profile-", common.keep_scratch);
-  if (!scratch.ok()) return exit_for(scratch.error());
+    return make_error(ErrorCode::kInvalidInput, fmt::format("--stage {}: expected 1 or 2", flags.stage));
+  const std::string prefix = fmt::format("kernelpro-{}-", command);
+  auto scratch = make_scratch(prefix.c_str(), common.keep_scratch);
+  if (!scratch.ok()) return scratch.error();
 
-  driver::ProfileSessionOptions o;
+  driver::ProfileSessionOptions& o = setup->options;
   o.evaluator.build = build_options(common);
   o.evaluator.eval = eval_options(flags.eval, kernelbench ? 5 : 3, kernelbench ? 600 : 120);
   fs::path worker = common.worker.empty() ? self_dir() / "kp-worker" : fs::path(common.worker);
@@ -306,10 +322,23 @@ int run_profile(const ProfileFlags& flags, const CommonFlags& common) {
   o.trace = !flags.no_trace;
   o.sass = !flags.no_sass;
   o.compare_ncu = flags.compare_ncu;
-  profile::CalibrationStore store(calibration_dir(flags.calibration_dir));
-  o.ceilings_for = [&](const eval::DeviceInfo& dev, std::string* warning) {
-    return profile::resolve_ceilings(store, dev, warning);
+  setup->store = std::make_unique<profile::CalibrationStore>(calibration_dir(flags.calibration_dir));
+  profile::CalibrationStore* store = setup->store.get();
+  o.ceilings_for = [store](const eval::DeviceInfo& dev, std::string* warning) {
+    return profile::resolve_ceilings(*store, dev, warning);
   };
+  setup->task = std::move(*task);
+  setup->candidate = cand;
+  setup->scratch.emplace(std::move(*scratch));
+  return setup;
+}
+
+int run_profile(const ProfileFlags& flags, const CommonFlags& common) {
+  auto setup = profile_setup(flags, common, "profile");
+  if (!setup.ok()) return exit_for(setup.error());
+  const task::Task* task = &(*setup)->task;
+  const fs::path& cand = (*setup)->candidate;
+  const driver::ProfileSessionOptions& o = (*setup)->options;
   auto page = driver::run_profile(*task, cand, flags.eval.cu, o, [&](const std::string& line) {
     if (!common.json) std::fprintf(stderr, "kernelpro: %s\n", line.c_str());
   });
@@ -322,6 +351,38 @@ int run_profile(const ProfileFlags& flags, const CommonFlags& common) {
     return kExitNotRun;
   }
   return page->eval.outcome == eval::Outcome::kOk ? kExitOk : kExitFailed;
+}
+
+int run_analyze(const AnalyzeFlags& flags, const CommonFlags& common) {
+  driver::AnalyzeOptions ao;
+  ao.tools = flags.tools;
+  if (!flags.no_rules) ao.rule_dirs = analysis::default_rule_dirs();
+  for (const auto& r : flags.rules) ao.rule_dirs.emplace_back(r);
+  ao.stage2 = !flags.no_stage2;
+  ao.feedback.max_points = static_cast<size_t>(std::max(1, flags.max_points));
+  if (flags.list_tools) {
+    auto page = driver::list_tools(ao.rule_dirs);
+    if (!page.ok()) return exit_for(page.error());
+    std::cout << (common.json ? page->dump(2) + "\n" : report::format_tool_list(*page));
+    return kExitOk;
+  }
+  auto setup = profile_setup(flags.profile, common, "analyze");
+  if (!setup.ok()) return exit_for(setup.error());
+  ao.profile = (*setup)->options;
+  const task::Task& task = (*setup)->task;
+  auto page = driver::run_analyze(task, (*setup)->candidate, flags.profile.eval.cu, ao, [&](const std::string& line) {
+    if (!common.json) std::fprintf(stderr, "kernelpro: %s\n", line.c_str());
+  });
+  if (!page.ok()) return exit_for(page.error());
+  if (common.json) std::cout << report::analyze_to_json(task, *page).dump(2) << "\n";
+  else std::cout << report::format_analyze_text(task, *page);
+  if (page->profile.eval.outcome == eval::Outcome::kNotRun) {
+    if (!common.json)
+      std::cout << "\nNo GPU here: the counters and the trace need an NVIDIA GPU; the findings above come from the "
+                   "SASS and ptxas alone. Run the same command on a GPU machine for the full diagnosis.\n";
+    return kExitNotRun;
+  }
+  return page->profile.eval.outcome == eval::Outcome::kOk ? kExitOk : kExitFailed;
 }
 
 }  // namespace kp::cli

@@ -57,6 +57,18 @@ struct ProfileFlags {
   std::string calibration_dir;      // --calibration: where calibrated ceilings are stored
 };
 
+// `kernelpro analyze`: profile's flags, and which tools and rules.
+struct AnalyzeFlags {
+  ProfileFlags profile;
+  std::vector<std::string> tools;  // --tool: run these (comma-separated) instead of choosing
+  std::vector<std::string> rules;  // --rules: more rule-file folders
+  bool no_rules = false;           // --no-rules: the built-in tools only
+  bool no_stage2 = false;          // --no-stage2: tools on stage-1 evidence only
+  bool list_tools = false;         // --list-tools: print the registry and exit
+  int max_points = 6;              // --max-points
+};
+int run_analyze(const AnalyzeFlags& flags, const CommonFlags& common);
+
 // `kernelpro calibrate` (cli/calibrate_command.cc).
 struct CalibrateFlags {
   std::string store;       // --store: the calibration folder (default $XDG_DATA_HOME/kernelpro/calibration,

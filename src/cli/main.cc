@@ -84,6 +84,35 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   add_common(profile);
 
+  kp::cli::AnalyzeFlags analyze_flags;
+  CLI::App* analyze = app.add_subcommand("analyze", "the diagnosis of a candidate: its main bottleneck and what to change, with the numbers");
+  {
+    kp::cli::ProfileFlags& pf = analyze_flags.profile;
+    analyze->add_option("task", pf.eval.task, "task folder, or a KernelBench problem .py");
+    analyze->add_option("candidate", pf.eval.candidate, "candidate .cu (default: the task's seed.cu); for a KernelBench problem, a .py defining ModelNew");
+    analyze->add_option("--cu", pf.eval.cu, "KernelBench: the .cu the candidate .py loads");
+    analyze->add_option("--python", pf.eval.python, "KernelBench: Python with PyTorch for the worker");
+    analyze->add_option("--collector", pf.collector, "who reads the counters: cupti (in the worker) or ncu")
+        ->check(CLI::IsMember({"cupti", "ncu"}))
+        ->default_val("cupti");
+    analyze->add_option("--replay", pf.replay, "cupti's counter-pass replay: auto, user, kernel")
+        ->check(CLI::IsMember({"auto", "user", "kernel"}))
+        ->default_val("auto");
+    analyze->add_option("--tool", analyze_flags.tools, "run these tools (comma-separated) instead of the ones the evidence calls for")->delimiter(',');
+    analyze->add_option("--rules", analyze_flags.rules, "another folder of rule files (TOML), besides rules/ and ~/.config/kernelpro/rules");
+    analyze->add_flag("--no-rules", analyze_flags.no_rules, "built-in tools only");
+    analyze->add_flag("--no-stage2", analyze_flags.no_stage2, "run the tools on the stage-1 evidence only (no second collection)");
+    analyze->add_flag("--list-tools", analyze_flags.list_tools, "list every tool (built-in and rule files) and exit");
+    analyze->add_option("--max-points", analyze_flags.max_points, "points in the feedback text (default 6)")->check(CLI::PositiveNumber);
+    analyze->add_flag("--no-trace", pf.no_trace, "skip the system-level trace");
+    analyze->add_option("--ncu", pf.ncu, "ncu binary");
+    analyze->add_option("--cuobjdump", pf.cuobjdump, "cuobjdump binary");
+    analyze->add_option("--calibration", pf.calibration_dir, "where `kernelpro calibrate` stored this GPU's ceilings");
+    analyze->add_option("--seed", pf.eval.seed, "input seed (default: private, random)");
+    analyze->add_option("--timeout", pf.eval.timeout_s, "seconds before a hanging run is killed")->check(CLI::PositiveNumber);
+  }
+  add_common(analyze);
+
   kp::cli::ClassifyFlags classify_flags;
   CLI::App* classify = app.add_subcommand("classify", "the roofline class of every kernel in an ncu table you already have (no GPU needed)");
   classify->add_option("csv", classify_flags.csv, "ncu output: --csv --page raw --print-units base (--set full, or kernelpro's stage-1 list)")->required();
@@ -135,6 +164,13 @@ int main(int argc, char** argv) {
     if (*profile) {
       if (!profile_flags.families.empty()) profile_flags.stage = 2;
       return kp::cli::run_profile(profile_flags, common);
+    }
+    if (*analyze) {
+      if (analyze_flags.profile.eval.task.empty() && !analyze_flags.list_tools) {
+        std::fprintf(stderr, "kernelpro analyze: name a task (a folder, or a KernelBench problem .py), or --list-tools\n");
+        return 2;
+      }
+      return kp::cli::run_analyze(analyze_flags, common);
     }
     if (*classify) return kp::cli::run_classify(classify_flags, common);
     if (*build) return kp::cli::run_build(build_flags, common);

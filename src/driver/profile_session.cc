@@ -1,5 +1,6 @@
 #include "driver/profile_session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -163,15 +164,24 @@ Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidat
   classify_into(page);
 
   if (options.stage >= 2) {
-    page.stage2_families = options.families.empty() ? analysis::stage2_families_for(*page.roofline) : options.families;
     std::vector<std::string> extra;
-    for (const auto& f : page.stage2_families) {
-      const auto& list = profile::stage2_metrics(f);
-      if (list.empty()) return make_error(ErrorCode::kInvalidInput, fmt::format("unknown stage-2 family \"{}\" (memory, latency, compute, shared)", f));
-      extra = profile::merge_metric_lists(extra, list);
+    std::string what;
+    if (options.stage2_metrics) {
+      for (const auto& m : options.stage2_metrics(page))
+        if (std::find(page.counters->metrics.begin(), page.counters->metrics.end(), m) == page.counters->metrics.end())
+          extra = profile::merge_metric_lists(extra, {m});
+      what = "the chosen tools";
+    } else {
+      page.stage2_families = options.families.empty() ? analysis::stage2_families_for(*page.roofline) : options.families;
+      for (const auto& f : page.stage2_families) {
+        const auto& list = profile::stage2_metrics(f);
+        if (list.empty()) return make_error(ErrorCode::kInvalidInput, fmt::format("unknown stage-2 family \"{}\" (memory, latency, compute, shared)", f));
+        extra = profile::merge_metric_lists(extra, list);
+      }
+      what = fmt::format("{}", fmt::join(page.stage2_families, ", "));
     }
     if (!extra.empty()) {
-      say(fmt::format("stage 2: {} counters for {}", extra.size(), fmt::join(page.stage2_families, ", ")));
+      say(fmt::format("stage 2: {} counters for {}", extra.size(), what));
       t0 = Clock::now();
       auto more = profiler.counters(target, extra, options.collector);
       page.seconds["stage2"] = since(t0);
@@ -181,7 +191,7 @@ Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidat
         page.counters->metrics = profile::merge_metric_lists(page.counters->metrics, extra);
         classify_into(page);
       } else {
-        page.notes.push_back(fmt::format("stage 2 ({}): {}", fmt::join(page.stage2_families, ", "), more.error().message));
+        page.notes.push_back(fmt::format("stage 2 ({}): {}", what, more.error().message));
         page.stage2_families.clear();
       }
     }

@@ -23,6 +23,8 @@
 
 namespace kp::driver {
 
+struct ProfilePage;
+
 struct ProfileSessionOptions {
   eval::EvaluatorOptions evaluator;  // build, eval and the warm worker
   profile::ProfilerOptions profiler;
@@ -37,6 +39,10 @@ struct ProfileSessionOptions {
   // Also collect the same counters with ncu and report how far the two collectors differ
   // (the check of the in-process path). Default off: it costs an ncu run (~3 s).
   bool compare_ncu = false;
+  // Stage 2 chosen by the caller instead of by metric families (when stage >= 2): from the
+  // classified stage-1 page, the extra metrics to collect, in one more collection. `kernelpro
+  // analyze` passes the union of the chosen tools' metrics. Empty result: no stage 2.
+  std::function<std::vector<std::string>(const ProfilePage&)> stage2_metrics;
   // This GPU's ceilings once its device is known (calibrated, or the datasheet's with a warning
   // written to *warning). Required.
   std::function<profile::Ceilings(const eval::DeviceInfo&, std::string* warning)> ceilings_for;
