@@ -1,0 +1,30 @@
+// Reference for flaw_uncoalesced: y = 2 x + 1 (exact in fp32 up to one rounding).
+#include <kernelpro/kp_abi.h>
+#include <kernelpro/kp_check.h>
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace {
+
+__global__ void ref(const float* x, float* y, int64_t n) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    y[i] = (float)(2.0 * (double)x[i] + 1.0);
+}
+
+}  // namespace
+
+KP_EXPORT int kp_run(kp_args* args) {
+  if (int rc = kp_expect_tensors(args, "flaw_uncoalesced", {{"x", KP_FP32, 1, 1}}, {{"y", KP_FP32, 1, 1}})) return rc;
+  const kp_tensor& x = args->inputs[0];
+  const kp_tensor& y = args->outputs[0];
+  if (int rc = kp_expect_same_shape(args, "flaw_uncoalesced", y, "y", x, "x")) return rc;
+  const int64_t n = kp_numel(x);
+  const float* xp = static_cast<const float*>(x.data);
+  float* yp = static_cast<float*>(y.data);
+  cudaStream_t st = (cudaStream_t)args->stream;
+  const unsigned grid = (unsigned)((n + 255) / 256 < 132 * 16 ? (n + 255) / 256 : 132 * 16);
+  ref<<<grid, 256, 0, st>>>(xp, yp, n);
+  return kp_check_launch(args, "flaw_uncoalesced");
+}

@@ -1,0 +1,35 @@
+// Fixed: thread i (i < n/2) reads the pair once and writes both outputs: every reuse is in registers.
+#include <kernelpro/kp_abi.h>
+#include <kernelpro/kp_check.h>
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace {
+
+__global__ void k(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
+  const int64_t h = n / 2;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < h; i += (int64_t)gridDim.x * blockDim.x) {
+    const float a = x[i], b = x[i + h];
+    y[i] = a + b;
+    y[i + h] = b + a;
+  }
+}
+
+}  // namespace
+
+KP_EXPORT int kp_run(kp_args* args) {
+  if (int rc = kp_expect_tensors(args, "flaw_low_l2_hit_rate", {{"x", KP_FP32, 1, 1}}, {{"y", KP_FP32, 1, 1}})) return rc;
+  const kp_tensor& x = args->inputs[0];
+  const kp_tensor& y = args->outputs[0];
+  if (int rc = kp_expect_same_shape(args, "flaw_low_l2_hit_rate", y, "y", x, "x")) return rc;
+  const int64_t n = kp_numel(x);
+  const float* xp = static_cast<const float*>(x.data);
+  float* yp = static_cast<float*>(y.data);
+  cudaStream_t st = (cudaStream_t)args->stream;
+  if (n % 2) return kp_fail(args, KP_ERR_UNSUPPORTED_SHAPE, "n must be even");
+  const unsigned grid = (unsigned)((n + 255) / 256 < 132 * 16 ? (n + 255) / 256 : 132 * 16);
+  k<<<grid, 256, 0, st>>>(xp, yp, n);
+  return kp_check_launch(args, "flaw_low_l2_hit_rate");
+}

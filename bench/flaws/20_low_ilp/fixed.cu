@@ -1,0 +1,37 @@
+// Fixed: eight accumulators (one per k & 7), summed at the end.
+#include <kernelpro/kp_abi.h>
+#include <kernelpro/kp_check.h>
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace {
+
+constexpr int kK = 32768;
+__global__ void k(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
+  const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float v = rintf(x[i] * 16.0f);  // an integer: every partial sum below is exact in fp32
+  float a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int k = 0; k < kK; k += 8) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) a[j] = fmaf(v, (float)(j + 1), a[j]);  // eight independent chains
+  }
+  y[i] = (((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))) * 0.0625f;
+}
+
+}  // namespace
+
+KP_EXPORT int kp_run(kp_args* args) {
+  if (int rc = kp_expect_tensors(args, "flaw_low_ilp", {{"x", KP_FP32, 1, 1}}, {{"y", KP_FP32, 1, 1}})) return rc;
+  const kp_tensor& x = args->inputs[0];
+  const kp_tensor& y = args->outputs[0];
+  if (int rc = kp_expect_same_shape(args, "flaw_low_ilp", y, "y", x, "x")) return rc;
+  const int64_t n = kp_numel(x);
+  const float* xp = static_cast<const float*>(x.data);
+  float* yp = static_cast<float*>(y.data);
+  cudaStream_t st = (cudaStream_t)args->stream;
+  k<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(xp, yp, n);
+  return kp_check_launch(args, "flaw_low_ilp");
+}

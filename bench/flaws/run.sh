@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Runs the flaw suite: for every flaw folder and each variant (flawed.cu, fixed.cu), kernelpro's
+# findings (`kernelpro analyze --json`) and the Nsight Compute rules that fire under
+# `ncu --set full` on the same one-shot worker request (as bench/profile_wall.sh does). Writes
+# one JSON line per (flaw, variant) to OUT/results.jsonl; a pair already there is skipped, so an
+# interrupted run resumes. Needs a GPU and ncu. Then: python3 bench/flaws/score.py OUT/results.jsonl
+# Usage: bench/flaws/run.sh [BUILD_DIR] [OUT_DIR] [FLAW...]
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${1:-build}
+OUT=${2:-bench/flaws/out}
+shift 2 || shift $# || true
+mkdir -p "$OUT"
+RESULTS="$OUT/results.jsonl"
+touch "$RESULTS"
+export PATH=/usr/local/cuda/bin:$PATH
+FLAWS=${*:-$(ls -d bench/flaws/[0-9]*/)}
+for d in $FLAWS; do
+  d=${d%/}
+  name=$(basename "$d")
+  for variant in flawed fixed; do
+    if python3 - "$RESULTS" "$name" "$variant" <<'PY'
+import json, sys
+path, name, variant = sys.argv[1:]
+for line in open(path):
+    try:
+        j = json.loads(line)
+    except ValueError:
+        continue
+    if j.get("flaw") == name and j.get("variant") == variant:
+        sys.exit(0)
+sys.exit(1)
+PY
+    then
+      echo "skip $name/$variant (already in $RESULTS)"
+      continue
+    fi
+    work="$OUT/work/$name-$variant"
+    mkdir -p "$work"
+    t0=$(date +%s)
+    # kernelpro: the findings of the analyze command.
+    "$BUILD/kernelpro" analyze "$d/" "$d/$variant.cu" --json > "$work/analyze.json" 2> "$work/analyze.err"
+    kp_rc=$?
+    # ncu: the same candidate through the one-shot worker, the request taken from an ncu-collector
+    # profile run with --keep-scratch (the request file is what kp-worker --once reads).
+    "$BUILD/kernelpro" profile "$d/" "$d/$variant.cu" --no-trace --no-sass --collector ncu --keep-scratch --json \
+      > "$work/profile.json" 2> "$work/profile.err"
+    scratch=$(sed -n 's/^kernelpro: scratch directory //p' "$work/profile.err" | head -1)
+    req=$(ls "$scratch"/ncu-*.request.json 2>/dev/null | head -1)
+    ncu_rc=-1
+    if [ -n "$req" ]; then
+      ncu --clock-control none --set full --print-details all --nvtx --nvtx-include "kp_candidate/" \
+        --target-processes all --csv --page details --log-file "$work/ncu.csv" \
+        "$BUILD/kp-worker" --once "$req" "$work/ncu.reply.json" > "$work/ncu.out" 2>&1
+      ncu_rc=$?
+      cp "$req" "$work/request.json"
+      rm -rf "$scratch"
+    fi
+    python3 - "$RESULTS" "$name" "$variant" "$work" "$kp_rc" "$ncu_rc" "$(( $(date +%s) - t0 ))" "$d" <<'PY'
+import csv, json, os, sys
+results, name, variant, work, kp_rc, ncu_rc, secs, folder = sys.argv[1:]
+row = {"flaw": name, "variant": variant, "kp_rc": int(kp_rc), "ncu_rc": int(ncu_rc), "seconds": int(secs)}
+# expected tool, for the record (score.py reads expected.toml itself when it is absent)
+try:
+    for line in open(os.path.join(folder, "expected.toml")):
+        if line.startswith("flaw"):
+            row["expected"] = line.split("=", 1)[1].strip().strip('"')
+except OSError:
+    pass
+try:
+    j = json.load(open(os.path.join(work, "analyze.json")))
+    row["kp_tools"] = sorted({f.get("tool") for f in j.get("findings", []) if f.get("tool")})
+except (OSError, ValueError) as e:
+    row["kp_error"] = str(e)
+rules = set()
+try:
+    with open(os.path.join(work, "ncu.csv"), newline="") as f:
+        lines = [l for l in f if l.startswith('"')]  # ncu prefixes its own ==PROF== lines
+    reader = csv.DictReader(lines)
+    for r in reader:
+        rule, kind = r.get("Rule Name") or "", (r.get("Rule Type") or "").upper()
+        # OPT and WRN are findings; INF and OK are informational
+        if rule and kind in ("OPT", "WRN", "WARNING", "OPTIMIZATION"):
+            rules.add(rule)
+    row["ncu_rules"] = sorted(rules)
+except OSError as e:
+    row["ncu_error"] = str(e)
+with open(results, "a") as out:
+    out.write(json.dumps(row, sort_keys=True) + "\n")
+print(f"{name}/{variant}: kernelpro {row.get('kp_tools')} | ncu {row.get('ncu_rules')}")
+PY
+  done
+done
+echo "results: $RESULTS; score: python3 bench/flaws/score.py $RESULTS"
