@@ -319,6 +319,17 @@ Result<std::unique_ptr<ProfileSetup>> profile_setup(const ProfileFlags& flags, c
   o.stage = flags.stage;
   o.families = flags.families;
   o.extra_metrics = flags.metrics;
+  if (!flags.stage1_file.empty()) {
+    auto text = read_file(flags.stage1_file);
+    if (!text.ok()) return text.error();
+    for (const auto& line : split_lines(*text)) {
+      std::string_view name = trim(line);
+      if (!name.empty() && name[0] != '#') o.stage1_override.emplace_back(name);
+    }
+    if (o.stage1_override.empty())
+      return make_error(ErrorCode::kInvalidInput,
+                        fmt::format("--stage1-metrics {}: no metric names in it (one a line, # for comments)", flags.stage1_file));
+  }
   o.trace = !flags.no_trace;
   o.sass = !flags.no_sass;
   o.compare_ncu = flags.compare_ncu;

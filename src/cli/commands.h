@@ -52,6 +52,7 @@ struct ProfileFlags {
   int stage = 1;                    // 2: add the stage-2 metric families the class calls for
   std::vector<std::string> families;  // --family: stage-2 families to collect instead
   std::vector<std::string> metrics;   // --metrics: extra metric names for stage 1
+  std::string stage1_file;            // --stage1-metrics: a file of names replacing the stage-1 list
   bool no_trace = false, no_sass = false, compare_ncu = false;
   std::string ncu, cuobjdump;       // tool paths; empty: searched
   std::string calibration_dir;      // --calibration: where calibrated ceilings are stored

@@ -73,6 +73,10 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->check(CLI::IsMember({"memory", "latency", "compute", "shared"}));
   profile->add_option("--metrics", profile_flags.metrics, "extra metric names for stage 1, comma-separated")->delimiter(',');
+  profile->add_option("--stage1-metrics", profile_flags.stage1_file,
+                      "a file of metric names, one a line (# comments), replacing the stage-1 list (to measure what "
+                      "metrics cost in counter passes)")
+      ->check(CLI::ExistingFile);
   profile->add_flag("--no-trace", profile_flags.no_trace, "skip the system-level trace");
   profile->add_flag("--no-sass", profile_flags.no_sass, "skip the SASS listing");
   profile->add_flag("--compare-ncu", profile_flags.compare_ncu, "also collect the counters with ncu and report how far they differ");

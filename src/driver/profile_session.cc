@@ -143,7 +143,8 @@ Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidat
   profile::ProfileTarget target = target_of(task, page.eval, options);
 
   // Kernel level.
-  std::vector<std::string> metrics = profile::merge_metric_lists(profile::stage1_metrics(), options.extra_metrics);
+  std::vector<std::string> metrics = profile::merge_metric_lists(
+      options.stage1_override.empty() ? profile::stage1_metrics() : options.stage1_override, options.extra_metrics);
   say(fmt::format("stage 1: {} counters ({})", metrics.size(), profile::to_string(options.collector)));
   t0 = Clock::now();
   auto counters = profiler.counters(target, metrics, options.collector);

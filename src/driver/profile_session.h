@@ -34,6 +34,10 @@ struct ProfileSessionOptions {
   int stage = 1;
   std::vector<std::string> families;
   std::vector<std::string> extra_metrics;  // added to stage 1 (--metrics)
+  // Replaces the stage-1 list when not empty (--stage1-metrics FILE): for measuring what a
+  // metric costs in counter passes. The class needs the default list's metrics; without them
+  // the roofline reports what it could not place.
+  std::vector<std::string> stage1_override;
   bool trace = true;                       // the system-level trace (one-shot worker)
   bool sass = true;                        // cuobjdump of the built candidate
   // Also collect the same counters with ncu and report how far the two collectors differ
