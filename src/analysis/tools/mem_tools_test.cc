@@ -249,26 +249,49 @@ TEST(MemTools, UncoalescedIgnoresATinyStoreAndOtherClasses) {
 
 // --- narrow_loads -----------------------------------------------------------------------------
 
-TEST(MemTools, NarrowLoadsFiresOnCoalesced32BitMemoryBound) {
-  auto fs = make_narrow_loads()->run(softmax_seed());
+// The softmax seed's accesses with 24 of 64 warps resident (a grid of 3 blocks of 256 per SM).
+Evidence few_warps_softmax() {
+  Evidence e = softmax_seed();
+  e.kernels[0].values["sm__warps_active.avg.pct_of_peak_sustained_active"] = 36.6;
+  return e;
+}
+
+TEST(MemTools, NarrowLoadsFiresOnCoalesced32BitMemoryBoundWithFewWarps) {
+  auto fs = make_narrow_loads()->run(few_warps_softmax());
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].actions, std::vector<std::string>{"vectorize_loads"});
   EXPECT_EQ(fs[0].severity, Severity::kWarning);
   EXPECT_NEAR(fs[0].estimated_gain, 1.0 / 0.798, 0.01);
   EXPECT_NE(fs[0].title.find("44 of 44"), std::string::npos);
+  EXPECT_NE(fs[0].title.find("37% of the SM's warps"), std::string::npos);
+  // Latency-bound short of the DRAM roof: the same advice.
+  Evidence e = few_warps_softmax();
+  e.roofline = roofline(BottleneckClass::kLatencyBound, "DRAM", 0.3);
+  EXPECT_EQ(make_narrow_loads()->run(e).size(), 1u);
+}
+
+TEST(MemTools, NarrowLoadsQuietAtFullOccupancy) {
+  // H200: with most warps resident a 32-bit stream is within a few % of a 128-bit one.
+  Evidence e = few_warps_softmax();
+  e.kernels[0].values["sm__warps_active.avg.pct_of_peak_sustained_active"] = 86;
+  EXPECT_TRUE(make_narrow_loads()->run(e).empty());
+  EXPECT_TRUE(make_narrow_loads()->run(softmax_seed()).empty());  // not collected: no guess
 }
 
 TEST(MemTools, NarrowLoadsQuietWhenWideUncoalescedOrNotMemoryBound) {
   EXPECT_TRUE(make_narrow_loads()->run(online_softmax()).empty());   // already 128-bit
   EXPECT_TRUE(make_narrow_loads()->run(naive_transpose()).empty());  // uncoalesced stores
-  Evidence e = softmax_seed();
-  e.roofline = roofline(BottleneckClass::kLatencyBound, "DRAM", 0.3);
+  Evidence e = few_warps_softmax();
+  e.roofline = roofline(BottleneckClass::kComputeBound, "FP32", 0.7);
   EXPECT_TRUE(make_narrow_loads()->run(e).empty());
-  e = softmax_seed();
+  e = few_warps_softmax();
+  e.roofline = roofline(BottleneckClass::kLatencyBound, "FP32", 0.3);  // short of a compute roof
+  EXPECT_TRUE(make_narrow_loads()->run(e).empty());
+  e = few_warps_softmax();
   e.sass.clear();
   EXPECT_TRUE(make_narrow_loads()->run(e).empty());
   // Mostly 128-bit bytes with a few 32-bit tail accesses: quiet.
-  e = softmax_seed();
+  e = few_warps_softmax();
   e.sass[0] = sass("softmax_seed", {{128, 4}, {32, 6}}, {{128, 1}, {32, 2}});
   EXPECT_TRUE(make_narrow_loads()->run(e).empty());
 }

@@ -8,7 +8,15 @@
 // that reason (3.94 TB/s); 32-bit copies of the same shape reach less.
 //
 // Fires on a kernel when all of:
-//   - the call is memory-bound (Evidence::roofline; quiet without it);
+//   - the call is memory-bound, or latency-bound short of a memory roof (DRAM or L2: too few
+//     bytes in flight is exactly what keeps such a kernel off its roof); quiet without a class;
+//   - few warps are resident: sm__warps_active.avg.pct_of_peak_sustained_active <
+//     kMaxWarpsActivePct (50%). With most of the SM's 64 warps resident, 32-bit streams already
+//     keep enough bytes in flight: on the H200 a full-occupancy float4 twin of a 32-bit
+//     elementwise kernel ran only 4% faster (78% against 80% of DRAM bandwidth,
+//     bench/results/h200-2026-12-03-flaws), and the fixed twins of seven other flaws, all 32-bit
+//     at full occupancy, had nothing to gain from it. With 16 to 32 warps per SM (fewer is
+//     small_grid's or occupancy_limiter's) each warp's access width decides the bytes in flight;
 //   - its SASS (SassSummary::global_load_bits, global_store_bits) carries at least
 //     kMinNarrowShare (50%) of its static global access bytes (instruction count x width) in
 //     accesses of 32 bits or less; a kernel already mostly 128-bit is left alone;
@@ -33,6 +41,8 @@ namespace kp::analysis {
 namespace {
 
 constexpr double kMinNarrowShare = 0.5;
+constexpr double kMaxWarpsActivePct = 50;
+constexpr const char* kWarpsActive = "sm__warps_active.avg.pct_of_peak_sustained_active";
 constexpr double kMinCoalescedBytes = 24;
 constexpr double kMaxGain = 1.3;
 constexpr double kWarningHeadroom = 1.15;
@@ -65,7 +75,7 @@ class NarrowLoads final : public Tool {
         "Narrow global loads",
         "A memory-bound kernel whose coalesced global loads and stores are 32 bits or narrower "
         "per thread: 128-bit accesses move the same bytes in a quarter of the instructions.",
-        {BottleneckClass::kMemoryBound},
+        {BottleneckClass::kMemoryBound, BottleneckClass::kLatencyBound},
         {kLdBytes, kStBytes},
         true,
         false};
@@ -73,7 +83,12 @@ class NarrowLoads final : public Tool {
   }
 
   std::vector<Finding> run(const Evidence& e) const override {
-    if (!e.roofline || e.roofline->cls != BottleneckClass::kMemoryBound) return {};
+    if (!e.roofline) return {};
+    const std::string& lim = e.roofline->limiter;
+    const bool memory_roof = lim == "DRAM" || lim.rfind("L2", 0) == 0 || lim.rfind("memory", 0) == 0;
+    if (e.roofline->cls != BottleneckClass::kMemoryBound &&
+        !(e.roofline->cls == BottleneckClass::kLatencyBound && memory_roof))
+      return {};
     std::vector<Finding> out;
     for (const auto& k : e.kernels) {
       const profile::KernelSass* sass = e.sass_for(k);
@@ -88,6 +103,8 @@ class NarrowLoads final : public Tool {
       if (sass->sass.global_loads() > 0 && (!ld || *ld < kMinCoalescedBytes)) continue;
       auto st = metric(k, kStBytes);
       if (sass->sass.global_stores() > 0 && (!st || *st < kMinCoalescedBytes)) continue;
+      auto warps = metric(k, kWarpsActive);
+      if (!warps || *warps >= kMaxWarpsActivePct) continue;
 
       Finding f;
       f.tool = spec().name;
@@ -100,10 +117,12 @@ class NarrowLoads final : public Tool {
       f.evidence.push_back(context("global access instructions", double(w.all)));
       if (ld) f.evidence.push_back(evidence("load bytes used per 32-byte sector", *ld, ">=", kMinCoalescedBytes, "B"));
       if (st) f.evidence.push_back(evidence("store bytes used per 32-byte sector", *st, ">=", kMinCoalescedBytes, "B"));
+      f.evidence.push_back(evidence("warps active, % of the SM's peak", *warps, "<", kMaxWarpsActivePct, "%"));
       f.evidence.push_back(context("headroom to the limiting roof (" + e.roofline->limiter + ")", headroom, "x"));
       char title[160];
-      std::snprintf(title, sizeof title, "%lld of %lld global accesses are 32-bit or narrower in a memory-bound kernel",
-                    static_cast<long long>(w.narrow), static_cast<long long>(w.all));
+      std::snprintf(title, sizeof title,
+                    "%lld of %lld global accesses are 32-bit or narrower, with %.0f%% of the SM's warps resident",
+                    static_cast<long long>(w.narrow), static_cast<long long>(w.all), *warps);
       f.title = title;
       f.guidance =
           "Make each thread move 16 bytes per access: load and store through float4 / int4 (or "
