@@ -38,24 +38,29 @@ PY
     work="$OUT/work/$name-$variant"
     mkdir -p "$work"
     t0=$(date +%s)
-    # kernelpro: the findings of the analyze command.
-    "$BUILD/kernelpro" analyze "$d/" "$d/$variant.cu" --json > "$work/analyze.json" 2> "$work/analyze.err"
+    # kernelpro: the findings of the analyze command, its scratch directory kept: the system
+    # trace's one-shot request in it is the same candidate run that ncu gets below, switched from
+    # the trace to an NVTX range of one call (what `--collector ncu` sends the worker).
+    "$BUILD/kernelpro" analyze "$d/" "$d/$variant.cu" --keep-scratch --json > "$work/analyze.json" 2> "$work/analyze.err"
     kp_rc=$?
-    # ncu: the same candidate through the one-shot worker, the request taken from an ncu-collector
-    # profile run with --keep-scratch (the request file is what kp-worker --once reads).
-    "$BUILD/kernelpro" profile "$d/" "$d/$variant.cu" --no-trace --no-sass --collector ncu --keep-scratch --json \
-      > "$work/profile.json" 2> "$work/profile.err"
-    scratch=$(sed -n 's/^kernelpro: scratch directory //p' "$work/profile.err" | head -1)
-    req=$(ls "$scratch"/ncu-*.request.json 2>/dev/null | head -1)
+    scratch=$(sed -n 's/^kernelpro: scratch directory //p' "$work/analyze.err" | head -1)
+    req=$(ls "$scratch"/trace-*.request.json 2>/dev/null | head -1)
     ncu_rc=-1
     if [ -n "$req" ]; then
+      python3 - "$req" "$work/request.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["profile"]["mode"] = "nvtx"
+r["profile"]["calls"] = 1
+json.dump(r, open(sys.argv[2], "w"))
+PY
+      # ncu: its own rules, on the full set of sections they read.
       ncu --clock-control none --set full --print-details all --nvtx --nvtx-include "kp_candidate/" \
         --target-processes all --csv --page details --log-file "$work/ncu.csv" \
-        "$BUILD/kp-worker" --once "$req" "$work/ncu.reply.json" > "$work/ncu.out" 2>&1
+        "$BUILD/kp-worker" --once "$work/request.json" "$work/ncu.reply.json" > "$work/ncu.out" 2>&1
       ncu_rc=$?
-      cp "$req" "$work/request.json"
-      rm -rf "$scratch"
     fi
+    [ -n "$scratch" ] && rm -rf "$scratch"
     python3 - "$RESULTS" "$name" "$variant" "$work" "$kp_rc" "$ncu_rc" "$(( $(date +%s) - t0 ))" "$d" <<'PY'
 import csv, json, os, sys
 results, name, variant, work, kp_rc, ncu_rc, secs, folder = sys.argv[1:]
