@@ -68,6 +68,34 @@ TEST_F(CliE2e, MalformedTomlNamesTheLine) {
   EXPECT_NE(r.err.find("task.toml"), std::string::npos) << r.err;
 }
 
+TEST_F(CliE2e, Stage1MetricsFileWithoutNamesIsBadInput) {
+  fs::path list = dir_->path() / "metrics.txt";
+  ASSERT_TRUE(write_file(list.string(), "# only a comment\n\n").ok());
+  CliRun r = kernelpro({"profile", (testing::examples_dir() / "gelu").string(), "--stage1-metrics", list.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--stage1-metrics " + list.string() + ": no metric names"), std::string::npos) << r.err;
+}
+
+// Without a GPU, analyze still reads the SASS and ptxas report: the spill flaw's own tool fires
+// on flawed.cu and not on its fixed twin, and the exit code says the counters were not run.
+TEST_F(CliE2e, AnalyzeWithoutGpuFindsSpillsFromPtxasAlone) {
+  if (auto why = testing::nvcc_missing()) GTEST_SKIP() << *why;
+  if (!testing::gpu_missing()) GTEST_SKIP() << "a GPU is present; bench/flaws/run.sh covers analyze with counters";
+  const fs::path flaw = testing::source_dir() / "bench" / "flaws" / "06_register_spills";
+  auto tools_of = [&](const std::string& variant) {
+    CliRun r = kernelpro({"analyze", flaw.string(), (flaw / (variant + ".cu")).string(), "--json"});
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    std::vector<std::string> tools;
+    if (j.is_object() && j.contains("findings"))
+      for (const auto& f : j["findings"]) tools.push_back(f.value("tool", ""));
+    EXPECT_TRUE(j.is_object() && j.value("outcome", "") == "not_run") << r.out;
+    return tools;
+  };
+  EXPECT_EQ(tools_of("flawed"), std::vector<std::string>{"register_spills"});
+  EXPECT_EQ(tools_of("fixed"), std::vector<std::string>{});
+}
+
 TEST_F(CliE2e, UnknownDtypeSaysWhichAreKnown) {
   fs::path t = write_task("name = \"x\"\n[[outputs]]\nname = \"y\"\ndtype = \"fp8\"\nshape = [4]\n");
   CliRun r = kernelpro({"eval", t.string()});

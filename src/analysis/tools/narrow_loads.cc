@@ -73,8 +73,8 @@ class NarrowLoads final : public Tool {
     static const ToolSpec s{
         "narrow_loads",
         "Narrow global loads",
-        "A memory-bound kernel whose coalesced global loads and stores are 32 bits or narrower "
-        "per thread: 128-bit accesses move the same bytes in a quarter of the instructions.",
+        "A memory-bound kernel with few resident warps whose coalesced global loads and stores are "
+        "32 bits or narrower per thread: 128-bit accesses keep four times the bytes in flight.",
         {BottleneckClass::kMemoryBound, BottleneckClass::kLatencyBound},
         {kLdBytes, kStBytes},
         true,
