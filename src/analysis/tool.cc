@@ -104,6 +104,26 @@ const profile::TraceKernel* Evidence::traced(size_t i) const {
   return &trace->kernels[i];
 }
 
+namespace {
+
+int64_t product(const std::array<int64_t, 3>& d) { return d[0] * std::max<int64_t>(d[1], 1) * std::max<int64_t>(d[2], 1); }
+
+}  // namespace
+
+int64_t Evidence::block_threads(size_t i) const {
+  int64_t n = i < kernels.size() ? product(kernels[i].block) : 0;
+  if (n <= 0)
+    if (const profile::TraceKernel* tk = traced(i)) n = product(tk->block);
+  return n;
+}
+
+int64_t Evidence::grid_blocks(size_t i) const {
+  int64_t n = i < kernels.size() ? product(kernels[i].grid) : 0;
+  if (n <= 0)
+    if (const profile::TraceKernel* tk = traced(i)) n = product(tk->grid);
+  return n;
+}
+
 double Evidence::kernel_seconds() const {
   double s = 0;
   for (const auto& k : kernels) s += k.get_or("gpu__time_duration.sum", 0) * 1e-9;

@@ -76,6 +76,10 @@ struct Evidence {
   const profile::KernelSass* sass_for(const profile::KernelMetrics& k) const;
   // The trace's record of the i-th kernel of the call, when the trace has as many kernels.
   const profile::TraceKernel* traced(size_t i) const;
+  // The i-th kernel's threads per block and blocks in its grid: from its launch shape, else
+  // from the trace's record of it; 0 when neither has it.
+  int64_t block_threads(size_t i) const;
+  int64_t grid_blocks(size_t i) const;
   // Sum of gpu__time_duration.sum over the kernels, seconds.
   double kernel_seconds() const;
 };

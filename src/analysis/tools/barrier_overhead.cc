@@ -40,8 +40,6 @@ constexpr std::array<const char*, 7> kOthers{
     "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio",
 };
 
-int64_t product(const std::array<int64_t, 3>& d) { return d[0] * std::max<int64_t>(d[1], 1) * std::max<int64_t>(d[2], 1); }
-
 class BarrierOverhead final : public Tool {
  public:
   const ToolSpec& spec() const override {
@@ -98,9 +96,7 @@ class BarrierOverhead final : public Tool {
         bars = it == sass->sass.by_opcode.end() ? 0 : it->second;
         f.evidence.push_back(context("BAR instructions in SASS", static_cast<double>(bars)));
       }
-      int64_t threads = product(k.block);
-      if (threads <= 0)
-        if (const profile::TraceKernel* tk = e.traced(i)) threads = product(tk->block);
+      const int64_t threads = e.block_threads(i);
       f.guidance = "Block-wide barriers hold every warp until the slowest arrives.";
       if (bars >= 6)
         f.guidance += " " + std::to_string(bars) +

@@ -27,8 +27,6 @@ namespace {
 constexpr const char* kRatio = "smsp__thread_inst_executed_per_inst_executed.ratio";
 constexpr double kThreshold = 24;
 
-int64_t product(const std::array<int64_t, 3>& d) { return d[0] * std::max<int64_t>(d[1], 1) * std::max<int64_t>(d[2], 1); }
-
 class BranchDivergence final : public Tool {
  public:
   const ToolSpec& spec() const override {
@@ -68,9 +66,7 @@ class BranchDivergence final : public Tool {
                    "rather than per thread), turn short if/else bodies into selects, and replace loops whose trip "
                    "count differs per thread by a loop over a warp-uniform bound.";
       f.actions = {"reduce_divergence"};
-      int64_t threads = product(k.block);
-      if (threads <= 0)
-        if (const profile::TraceKernel* tk = e.traced(i)) threads = product(tk->block);
+      const int64_t threads = e.block_threads(i);
       if (threads > 0 && threads % 32 != 0) {
         f.evidence.push_back(context("threads per block (not a multiple of 32)", static_cast<double>(threads)));
         f.guidance += " The block of " + std::to_string(threads) +

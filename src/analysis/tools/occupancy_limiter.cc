@@ -38,55 +38,16 @@
 #include <string>
 
 #include "analysis/tool.h"
+#include "analysis/tools/occupancy.h"
 
 namespace kp::analysis {
 namespace {
-
-constexpr int kWarpSize = 32;
-constexpr int kSm90SubPartitions = 4;
-constexpr int kSm90RegistersPerSubPartition = 65536 / kSm90SubPartitions;
-constexpr int kSm90RegisterUnit = 256;  // per-warp allocation granularity
-constexpr int64_t kSm90SharedPerSm = 228 * 1024;
-constexpr int64_t kSm90ReservedSharedPerBlock = 1024;
-constexpr int64_t kSm90SharedUnit = 128;
-constexpr int kSm90MaxWarps = 64;
-constexpr int kSm90MaxBlocks = 32;
 
 constexpr double kLowTheoreticalPct = 50;
 constexpr double kAchievedGapPoints = 20;
 constexpr double kMemoryLowAchievedPct = 40;
 constexpr double kMemoryRoofFraction = 0.8;
 constexpr double kTargetOccupancyPct = 50;
-
-struct Occupancy {
-  int warps_per_block = 0;
-  int by_registers = 0, by_shared = 0, by_warps = 0, by_blocks = kSm90MaxBlocks;
-  int blocks_per_sm = 0;
-  std::string limiter;  // "registers", "shared memory", "warps per SM", "blocks per SM"
-  double theoretical_pct = 0;
-};
-
-int64_t product(const std::array<int64_t, 3>& d) { return d[0] * std::max<int64_t>(d[1], 1) * std::max<int64_t>(d[2], 1); }
-
-// sm_90 occupancy of a block of `threads` with `regs` registers a thread and `shared` bytes
-// (static + dynamic) a block; nullopt for an impossible launch.
-std::optional<Occupancy> sm90_occupancy(int64_t threads, int regs, int64_t shared) {
-  if (threads <= 0 || threads > 1024 || regs <= 0 || regs > 255) return std::nullopt;
-  Occupancy o;
-  o.warps_per_block = static_cast<int>((threads + kWarpSize - 1) / kWarpSize);
-  const int per_warp = (regs * kWarpSize + kSm90RegisterUnit - 1) / kSm90RegisterUnit * kSm90RegisterUnit;
-  o.by_registers = kSm90SubPartitions * (kSm90RegistersPerSubPartition / per_warp) / o.warps_per_block;
-  const int64_t smem = (shared + kSm90ReservedSharedPerBlock + kSm90SharedUnit - 1) / kSm90SharedUnit * kSm90SharedUnit;
-  o.by_shared = static_cast<int>(std::min<int64_t>(kSm90SharedPerSm / smem, 1 << 20));
-  o.by_warps = kSm90MaxWarps / o.warps_per_block;
-  o.blocks_per_sm = std::min({o.by_registers, o.by_shared, o.by_warps, o.by_blocks});
-  if (o.blocks_per_sm == o.by_registers) o.limiter = "registers";
-  else if (o.blocks_per_sm == o.by_shared) o.limiter = "shared memory";
-  else if (o.blocks_per_sm == o.by_warps) o.limiter = "warps per SM";
-  else o.limiter = "blocks per SM";
-  o.theoretical_pct = 100.0 * o.blocks_per_sm * o.warps_per_block / kSm90MaxWarps;
-  return o;
-}
 
 bool is_sm90(const Evidence& e) { return e.device.cc_major == 9 || (e.device.cc_major == 0 && e.ceilings.cc_major == 9); }
 
@@ -122,10 +83,8 @@ class OccupancyLimiter final : public Tool {
       if (regs <= 0 && tk) regs = tk->registers_per_thread;
       int64_t shared = sass && sass->resources ? sass->resources->shared_bytes : (tk ? tk->static_shared_bytes : 0);
       if (tk) shared += tk->dynamic_shared_bytes;
-      int64_t threads = product(k.block);
-      if (threads <= 0 && tk) threads = product(tk->block);
-      int64_t blocks = product(k.grid);
-      if (blocks <= 0 && tk) blocks = product(tk->grid);
+      const int64_t threads = e.block_threads(i);
+      const int64_t blocks = e.grid_blocks(i);
       auto occ = sm90_occupancy(threads, regs, shared);
       if (!occ) continue;
       const auto achieved = metric(k, "sm__warps_active.avg.pct_of_peak_sustained_active");

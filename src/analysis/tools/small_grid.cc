@@ -21,6 +21,7 @@
 #include <string>
 
 #include "analysis/tool.h"
+#include "analysis/tools/occupancy.h"
 
 namespace kp::analysis {
 namespace {
@@ -29,18 +30,6 @@ constexpr double kMinKernelSeconds = 10e-6;
 constexpr double kLowWarpsPerSm = 16;  // 25% of 64
 constexpr double kSaturatedRoof = 0.8;
 
-int64_t product(const std::array<int64_t, 3>& d) { return d[0] * std::max<int64_t>(d[1], 1) * std::max<int64_t>(d[2], 1); }
-
-// Blocks of `threads` one sm_90 SM holds (as occupancy_limiter.cc); 0 when unknown.
-int sm90_blocks_per_sm(int64_t threads, int regs, int64_t shared) {
-  if (threads <= 0 || threads > 1024 || regs <= 0 || regs > 255) return 0;
-  const int warps = static_cast<int>((threads + 31) / 32);
-  const int per_warp = (regs * 32 + 255) / 256 * 256;
-  const int by_regs = 4 * (16384 / per_warp) / warps;
-  const int64_t smem = (shared + 1024 + 127) / 128 * 128;
-  const int by_shared = static_cast<int>(std::min<int64_t>(228 * 1024 / smem, 32));
-  return std::min({by_regs, by_shared, 64 / warps, 32});
-}
 
 class SmallGrid final : public Tool {
  public:
@@ -71,10 +60,8 @@ class SmallGrid final : public Tool {
       double seconds = k.get_or("gpu__time_duration.sum", 0) * 1e-9;
       if (seconds <= 0 && tk) seconds = tk->duration_s();
       if (seconds <= kMinKernelSeconds) continue;
-      int64_t threads = product(k.block);
-      if (threads <= 0 && tk) threads = product(tk->block);
-      int64_t blocks = product(k.grid);
-      if (blocks <= 0 && tk) blocks = product(tk->grid);
+      const int64_t threads = e.block_threads(i);
+      const int64_t blocks = e.grid_blocks(i);
       if (blocks <= 0) continue;
 
       Finding f;

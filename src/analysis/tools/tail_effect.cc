@@ -25,25 +25,13 @@
 #include <string>
 
 #include "analysis/tool.h"
+#include "analysis/tools/occupancy.h"
 
 namespace kp::analysis {
 namespace {
 
 constexpr double kTailIdleShare = 0.2;
 
-int64_t product(const std::array<int64_t, 3>& d) { return d[0] * std::max<int64_t>(d[1], 1) * std::max<int64_t>(d[2], 1); }
-
-// Blocks of `threads` (regs a thread, `shared` bytes a block) one sm_90 SM holds; 0 when the
-// launch is impossible. The computation of occupancy_limiter.cc.
-int sm90_blocks_per_sm(int64_t threads, int regs, int64_t shared) {
-  if (threads <= 0 || threads > 1024 || regs <= 0 || regs > 255) return 0;
-  const int warps = static_cast<int>((threads + 31) / 32);
-  const int per_warp = (regs * 32 + 255) / 256 * 256;
-  const int by_regs = 4 * (16384 / per_warp) / warps;
-  const int64_t smem = (shared + 1024 + 127) / 128 * 128;
-  const int by_shared = static_cast<int>(std::min<int64_t>(228 * 1024 / smem, 32));
-  return std::min({by_regs, by_shared, 64 / warps, 32});
-}
 
 class TailEffect final : public Tool {
  public:
@@ -75,10 +63,8 @@ class TailEffect final : public Tool {
       if (regs <= 0 && tk) regs = tk->registers_per_thread;
       int64_t shared = sass && sass->resources ? sass->resources->shared_bytes : (tk ? tk->static_shared_bytes : 0);
       if (tk) shared += tk->dynamic_shared_bytes;
-      int64_t threads = product(k.block);
-      if (threads <= 0 && tk) threads = product(tk->block);
-      int64_t blocks = product(k.grid);
-      if (blocks <= 0 && tk) blocks = product(tk->grid);
+      const int64_t threads = e.block_threads(i);
+      const int64_t blocks = e.grid_blocks(i);
       const int per_sm = sm90_blocks_per_sm(threads, regs, shared);
       if (per_sm <= 0 || blocks <= 0) continue;
 
