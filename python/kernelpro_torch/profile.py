@@ -225,6 +225,12 @@ class Profile:
                 _drop_range_profiler()
                 raise
             except rangeprof.RangeProfilerError as e:
+                if e.kind == "dropped" and e.result:
+                    # More launches than the session holds: the first ones are a sample, and
+                    # the result's "dropped" says how many are missing (the driver notes it).
+                    self.reply["range_profile"] = e.result
+                    self.reply["calls"] = 1
+                    return
                 if e.kind != "replay" or replay != "auto":
                     _drop_range_profiler()
                     raise Stop("runtime_error", f"the CUPTI range profiler: {e}")
@@ -243,6 +249,11 @@ class Profile:
         finally:
             try:
                 result = prof.end()
+            except rangeprof.RangeProfilerError as e:
+                if e.kind != "dropped" or not e.result:
+                    _drop_range_profiler()
+                    raise Stop("runtime_error", f"the CUPTI range profiler: {e}")
+                result = e.result  # the first launches, a sample; "dropped" counts the rest
             except Exception as e:
                 _drop_range_profiler()
                 raise Stop("runtime_error", f"the CUPTI range profiler: {e}")

@@ -100,7 +100,9 @@ const profile::KernelSass* Evidence::sass_for(const profile::KernelMetrics& k) c
 }
 
 const profile::TraceKernel* Evidence::traced(size_t i) const {
-  if (!trace || trace->kernels.size() != kernels.size() || i >= trace->kernels.size()) return nullptr;
+  if (!trace || trace->kernels.size() != kernels.size() + static_cast<size_t>(unprofiled_launches) ||
+      i >= kernels.size())
+    return nullptr;
   return &trace->kernels[i];
 }
 

@@ -70,6 +70,10 @@ struct Evidence {
   double call_seconds = 0;  // median timed call (eval), 0 when unknown
   double ideal_bytes = 0;   // the task's ideal DRAM bytes per call, 0 when not given
   double ideal_flops = 0;   // the task's ideal FLOP per call, 0 when not given
+  // Launches of the call missing from `kernels` (profile::KernelProfile::unprofiled_launches):
+  // when > 0 the kernels are the first launches only, and a tool comparing call totals with the
+  // task's ideal stays quiet.
+  int64_t unprofiled_launches = 0;
 
   // The SASS entry of a kernel: by mangled name, else by demangled name, else (one kernel,
   // one SASS function) the only one. nullptr when none matches.

@@ -55,7 +55,9 @@ void fill_launch_shapes(ProfilePage& page) {
   if (!page.trace || page.trace->calls.empty() || !page.counters) return;
   const auto& traced = page.trace->calls.front().kernels;
   auto& kernels = page.counters->kernels;
-  if (traced.size() != kernels.size()) return;
+  // The profiled kernels are the call's first launches (all of them, or a sample of the first
+  // ones when the call launched more than the session holds).
+  if (traced.size() != kernels.size() + static_cast<size_t>(page.counters->unprofiled_launches)) return;
   for (size_t i = 0; i < kernels.size(); ++i) {
     // Where another CUPTI client holds the process (PyTorch in the KernelBench worker), the
     // Range Profiler's ranges keep CUPTI's numbers ("0", "1") for names.
@@ -151,6 +153,12 @@ Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidat
   page.seconds["counters"] = since(t0);
   if (!counters.ok()) return counters.error();
   page.counters = std::move(*counters);
+  if (page.counters->unprofiled_launches > 0)
+    page.notes.push_back(fmt::format(
+        "counters: the call launched {} kernels; the first {} were profiled (the session holds {}), so the counters are "
+        "a sample: rates and shares hold, call totals (bytes, FLOP) do not",
+        page.counters->kernels.size() + page.counters->unprofiled_launches, page.counters->kernels.size(),
+        page.counters->kernels.size()));
 
   // System level, in a process of its own (one CUPTI subscriber per process).
   if (options.trace) {

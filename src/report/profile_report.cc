@@ -161,6 +161,7 @@ json profile_to_json(const task::Task& task, const driver::ProfilePage& page) {
     if (!p.replay.empty()) out["replay"] = p.replay;
     if (!p.timing_s.empty()) out["timing_s"] = p.timing_s;
     if (!p.replay_fallback.empty()) out["replay_fallback"] = p.replay_fallback;
+    if (p.unprofiled_launches > 0) out["unprofiled_launches"] = p.unprofiled_launches;
     return out;
   };
   if (page.counters) j["counters"] = kernels_json(*page.counters);

@@ -99,6 +99,7 @@ int run_work(void* user, int) {
   return f->failed.empty() ? 0 : 1;
 }
 
+constexpr int kDropped = 6;         // KP_RP_ERR_DROPPED
 constexpr int kReplayMismatch = 8;  // KP_RP_ERR_REPLAY
 
 }  // namespace
@@ -145,7 +146,7 @@ Result<nlohmann::json> collect_range_profile(const std::string& library_path, co
     }
     if (rc == kReplayMismatch && replay == "auto") {
       fallback_reason = err;  // the candidate's passes differ: CUPTI replays each kernel instead
-    } else if (rc != 0 && rc != 6) {
+    } else if (rc != 0 && rc != kDropped) {
       drop();
       finish();
       return range_profiler_error("collecting with the Range Profiler (user replay)", err);
@@ -168,7 +169,9 @@ Result<nlohmann::json> collect_range_profile(const std::string& library_path, co
     }
     std::string failed = work();
     int end_rc = api->end(session, err, sizeof err);
-    if (!failed.empty() || end_rc != 0) {
+    // kDropped: more launches than the session holds; the result keeps the first ones (a
+    // sample) and counts the rest in "dropped", as the user-replay path does.
+    if (!failed.empty() || (end_rc != 0 && end_rc != kDropped)) {
       drop();
       finish();
       if (!failed.empty()) return make_error(ErrorCode::kTool, failed);

@@ -46,7 +46,8 @@ class DramOverIdeal final : public Tool {
   }
 
   std::vector<Finding> run(const Evidence& e) const override {
-    if (e.ideal_bytes <= 0 || e.kernels.empty()) return {};
+    // A sample of the call's launches cannot be set against the whole call's ideal.
+    if (e.ideal_bytes <= 0 || e.kernels.empty() || e.unprofiled_launches > 0) return {};
     double bytes = 0, biggest = 0;
     std::string biggest_name;
     for (const auto& k : e.kernels) {

@@ -53,7 +53,9 @@ class LowL2HitRate final : public Tool {
   }
 
   std::vector<Finding> run(const Evidence& e) const override {
-    if (!e.roofline || e.roofline->cls != BottleneckClass::kMemoryBound || e.ideal_bytes <= 0) return {};
+    if (!e.roofline || e.roofline->cls != BottleneckClass::kMemoryBound || e.ideal_bytes <= 0 ||
+        e.unprofiled_launches > 0)
+      return {};
     double call_dram = 0;
     for (const auto& k : e.kernels) {
       auto rd = metric(k, kRead), wr = metric(k, kWrite);

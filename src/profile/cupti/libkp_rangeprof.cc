@@ -215,6 +215,11 @@ struct kp_rp_session {
   std::string replay = "kernel";        // the last collection's replay mode
   int user_passes = 0;                  // passes the last kp_rp_collect ran
   double prepare_s = 0, run_s = 0;      // the last kp_rp_collect's prepare calls and passes
+  // The last kp_rp_collect in detail: configure (cuptiRangeProfilerSetConfig), and per pass the
+  // start (subscribe, cuptiRangeProfilerStart), the run function, the stop: where a fixed cost
+  // per collection hides.
+  double configure_s = 0;
+  std::vector<double> pass_start_s, pass_run_s, pass_stop_s;
   // A kp_rp_collect stopped between passes: CUPTI's replay state is half-way, and on the H200
   // the next SetConfig on it crashed. The session refuses further collections; destroy it.
   bool broken = false;
@@ -575,7 +580,9 @@ Failure stop_collection(kp_rp_session* s) {
 // User replay (kp_rp_collect): prepare, start, run, stop, once per pass, until CUPTI has every
 // pass. Every pass must launch the kernels of the first, in the same order.
 Failure collect_user_replay(kp_rp_session* s, kp_rp_pass_fn prepare, kp_rp_pass_fn run, void* user) {
+  auto tc = std::chrono::steady_clock::now();
   Failure f = configure(s, CUPTI_UserReplay);
+  s->configure_s = seconds_since(tc);
   if (f.failed()) return f;
   ++s->collections;
   std::vector<std::string> first;
@@ -594,9 +601,14 @@ Failure collect_user_replay(kp_rp_session* s, kp_rp_pass_fn prepare, kp_rp_pass_
     t0 = std::chrono::steady_clock::now();
     f = start_pass(s);
     if (f.failed()) return f;
+    s->pass_start_s.push_back(seconds_since(t0));
+    auto tr = std::chrono::steady_clock::now();
     int rc = run(user, static_cast<int>(pass));
+    s->pass_run_s.push_back(seconds_since(tr));
     bool all = false;
+    auto ts = std::chrono::steady_clock::now();
     Failure stopped = stop_pass(s, &all);
+    s->pass_stop_s.push_back(seconds_since(ts));
     s->run_s += seconds_since(t0);
     if (rc != 0) return fail(KP_RP_ERR_PASS, "the run function failed in pass " + std::to_string(pass));
     if (stopped.failed()) return stopped;
@@ -766,8 +778,26 @@ void finish_json(kp_rp_session* s) {
     append_json_number(out, s->prepare_s);
     out += ",\"passes\":";
     append_json_number(out, s->run_s);
+    out += ",\"configure\":";
+    append_json_number(out, s->configure_s);
   }
-  out += "}}";
+  out += "}";
+  if (s->replay == "user") {
+    auto list = [&](const char* key, const std::vector<double>& v, bool last) {
+      out += std::string("\"") + key + "\":[";
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (i) out += ",";
+        append_json_number(out, v[i]);
+      }
+      out += last ? "]" : "],";
+    };
+    out += ",\"pass_timing_s\":{";
+    list("start", s->pass_start_s, false);
+    list("run", s->pass_run_s, false);
+    list("stop", s->pass_stop_s, true);
+    out += "}";
+  }
+  out += "}";
 }
 
 }  // namespace
@@ -852,7 +882,10 @@ KP_RP_EXPORT int kp_rp_collect(kp_rp_session* s, kp_rp_pass_fn prepare, kp_rp_pa
   s->json = "{}";
   s->replay = "user";
   s->user_passes = 0;
-  s->prepare_s = s->run_s = 0;
+  s->prepare_s = s->run_s = s->configure_s = 0;
+  s->pass_start_s.clear();
+  s->pass_run_s.clear();
+  s->pass_stop_s.clear();
   Failure f = collect_user_replay(s, prepare, run, user);
   if (s->collecting) {  // a failure between start and stop
     bool all = false;

@@ -37,13 +37,6 @@ Result<KernelProfile> parse_range_profile(std::string_view text) {
   if (j.empty()) return invalid("empty ({}): the collection did not finish (kp_rp_end failed or never ran)");
   auto ranges = j.find("ranges");
   if (ranges == j.end() || !ranges->is_array()) return invalid("no \"ranges\" array");
-  if (auto d = j.find("dropped"); d != j.end() && d->is_number() && d->get<double>() > 0) {
-    return invalid(
-        fmt::format("{} kernel launches were not profiled (more than the session's max_kernels); create "
-                    "the session with a larger max_kernels",
-                    d->get<int64_t>()));
-  }
-
   KernelProfile p;
   p.collector = Collector::kCupti;
   if (auto m = j.find("metrics"); m != j.end() && m->is_array()) {
@@ -52,6 +45,8 @@ Result<KernelProfile> parse_range_profile(std::string_view text) {
     }
   }
   if (auto n = j.find("passes"); n != j.end() && n->is_number_integer()) p.passes = n->get<int>();
+  if (auto d = j.find("dropped"); d != j.end() && d->is_number() && d->get<double>() > 0)
+    p.unprofiled_launches = d->get<int64_t>();
   if (auto r = j.find("replay"); r != j.end() && r->is_string()) p.replay = r->get<std::string>();
   if (auto r = j.find("replay_fallback"); r != j.end() && r->is_string()) p.replay_fallback = r->get<std::string>();
   if (auto t = j.find("timing_s"); t != j.end() && t->is_object()) {

@@ -17,16 +17,16 @@ namespace kp::profile {
 // collector kCupti; one KernelMetrics per range in launch order (name = the range's "name",
 // launch_index = its position, values = the non-null numbers, units = the result's "units" for
 // each metric present; grid and block stay 0: the range profiler does not report them);
-// metrics = the result's "metrics"; passes = "passes"; wall_s = the sum of "timing_s" create,
-// begin and end (0 where absent). Errors, all kInvalidInput, naming what is wrong:
-// not JSON or not an object; "{}" (kp_rp_end never succeeded); "ranges" missing or not an
-// array; a range without an object "values" or with a non-numeric, non-null value;
-// "dropped" > 0 (kernels beyond max_kernels were not profiled, so per-call sums would be
-// wrong: "create the session with a larger max_kernels").
+// metrics = the result's "metrics"; passes = "passes"; unprofiled_launches = "dropped" (launches
+// beyond max_kernels: the ranges are the call's first launches, a sample); wall_s = the sum of
+// "timing_s" create, begin and end (0 where absent). Errors, all kInvalidInput, naming what is
+// wrong: not JSON or not an object; "{}" (kp_rp_end never succeeded); "ranges" missing or not
+// an array; a range without an object "values" or with a non-numeric, non-null value.
 Result<KernelProfile> parse_range_profile(std::string_view json);
 
 // parse_range_profile(json)'s kernels: the same contract.
 Result<std::vector<KernelMetrics>> parse_range_profile_json(std::string_view json);
+
 
 // The failure classes of libkp_rangeprof, from the tag its messages start with.
 enum class RangeProfFailure {
