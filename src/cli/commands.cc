@@ -377,6 +377,29 @@ int run_analyze(const AnalyzeFlags& flags, const CommonFlags& common) {
     std::cout << (common.json ? page->dump(2) + "\n" : report::format_tool_list(*page));
     return kExitOk;
   }
+  ao.stage2_all = flags.stage2_all;
+  if (!flags.evidence.empty()) {
+    if (!flags.profile.eval.task.empty())
+      return exit_for(make_error(ErrorCode::kInvalidInput,
+                                 fmt::format("--evidence {} replaces TASK and CANDIDATE ({} was given too); drop one",
+                                             flags.evidence, flags.profile.eval.task)));
+    auto text = read_file(flags.evidence);
+    if (!text.ok()) return exit_for(text.error());
+    nlohmann::json file = nlohmann::json::parse(*text, nullptr, false);
+    if (file.is_discarded())
+      return exit_for(make_error(ErrorCode::kInvalidInput,
+                                 fmt::format("--evidence {}: not JSON; write it with `kernelpro analyze TASK CANDIDATE "
+                                             "--save-evidence FILE`",
+                                             flags.evidence)));
+    task::Task task;
+    auto page = driver::replay_analyze(file, ao, &task);
+    if (!page.ok()) return exit_for(Error{page.error().code, flags.evidence + ": " + page.error().message});
+    page->profile.notes.push_back(fmt::format("evidence replayed from {} (recorded on {})", flags.evidence,
+                                              file.value("recorded_on", std::string("an unnamed GPU"))));
+    if (common.json) std::cout << report::analyze_to_json(task, *page).dump(2) << "\n";
+    else std::cout << report::format_analyze_text(task, *page);
+    return kExitOk;
+  }
   auto setup = profile_setup(flags.profile, common, "analyze");
   if (!setup.ok()) return exit_for(setup.error());
   ao.profile = (*setup)->options;
@@ -385,6 +408,14 @@ int run_analyze(const AnalyzeFlags& flags, const CommonFlags& common) {
     if (!common.json) std::fprintf(stderr, "kernelpro: %s\n", line.c_str());
   });
   if (!page.ok()) return exit_for(page.error());
+  if (!flags.save_evidence.empty() && page->profile.eval.outcome == eval::Outcome::kOk) {
+    auto saved = write_file(flags.save_evidence, driver::evidence_file(task, *page).dump(1) + "\n");
+    if (!saved.ok()) return exit_for(saved.error());
+  } else if (!flags.save_evidence.empty()) {
+    page->profile.notes.push_back(fmt::format("--save-evidence {}: not written, the candidate did not run to the end "
+                                              "(outcome {})",
+                                              flags.save_evidence, eval::to_string(page->profile.eval.outcome)));
+  }
   if (common.json) std::cout << report::analyze_to_json(task, *page).dump(2) << "\n";
   else std::cout << report::format_analyze_text(task, *page);
   if (page->profile.eval.outcome == eval::Outcome::kNotRun) {

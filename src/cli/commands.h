@@ -67,6 +67,9 @@ struct AnalyzeFlags {
   bool no_stage2 = false;          // --no-stage2: tools on stage-1 evidence only
   bool list_tools = false;         // --list-tools: print the registry and exit
   int max_points = 6;              // --max-points
+  bool stage2_all = false;         // --stage2-all: stage 2 collects every tool's metrics
+  std::string save_evidence;       // --save-evidence FILE: the evidence, for --evidence later
+  std::string evidence;            // --evidence FILE: analyze a saved file again, no GPU
 };
 int run_analyze(const AnalyzeFlags& flags, const CommonFlags& common);
 

@@ -107,6 +107,12 @@ int main(int argc, char** argv) {
     analyze->add_flag("--no-rules", analyze_flags.no_rules, "built-in tools only");
     analyze->add_flag("--no-stage2", analyze_flags.no_stage2, "run the tools on the stage-1 evidence only (no second collection)");
     analyze->add_flag("--list-tools", analyze_flags.list_tools, "list every tool (built-in and rule files) and exit");
+    analyze->add_flag("--stage2-all", analyze_flags.stage2_all,
+                      "stage 2 collects every tool's metrics (the same tools run): evidence to save and analyze again");
+    analyze->add_option("--save-evidence", analyze_flags.save_evidence,
+                        "write the evidence the tools read to FILE (JSON), to analyze again later with --evidence");
+    analyze->add_option("--evidence", analyze_flags.evidence,
+                        "analyze a file written by --save-evidence again, without a GPU (no TASK or CANDIDATE)");
     analyze->add_option("--max-points", analyze_flags.max_points, "points in the feedback text (default 6)")->check(CLI::PositiveNumber);
     analyze->add_flag("--no-trace", pf.no_trace, "skip the system-level trace");
     analyze->add_option("--ncu", pf.ncu, "ncu binary");
@@ -170,8 +176,10 @@ int main(int argc, char** argv) {
       return kp::cli::run_profile(profile_flags, common);
     }
     if (*analyze) {
-      if (analyze_flags.profile.eval.task.empty() && !analyze_flags.list_tools) {
-        std::fprintf(stderr, "kernelpro analyze: name a task (a folder, or a KernelBench problem .py), or --list-tools\n");
+      if (analyze_flags.profile.eval.task.empty() && !analyze_flags.list_tools && analyze_flags.evidence.empty()) {
+        std::fprintf(stderr,
+                     "kernelpro analyze: name a task (a folder, or a KernelBench problem .py), or --evidence FILE, or "
+                     "--list-tools\n");
         return 2;
       }
       return kp::cli::run_analyze(analyze_flags, common);

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "analysis/evidence_json.h"
 #include "analysis/rule_tool.h"
 
 namespace kp::driver {
@@ -13,7 +15,10 @@ namespace fs = std::filesystem;
 
 analysis::Evidence evidence_of(const task::Task& task, const ProfilePage& page) {
   analysis::Evidence e;
-  if (page.counters) e.kernels = page.counters->kernels;
+  if (page.counters) {
+    e.kernels = page.counters->kernels;
+    e.unprofiled_launches = page.counters->unprofiled_launches;
+  }
   e.sass = page.sass;
   if (page.trace && !page.trace->calls.empty()) {
     // The median call by span, as the classifier takes it.
@@ -79,7 +84,8 @@ Result<AnalyzePage> run_analyze(const task::Task& task, const fs::path& candidat
     analysis::Evidence e = evidence_of(task, stage1);
     chosen = named.empty() ? registry.select(e) : named;
     std::vector<std::string> have = stage1.counters ? stage1.counters->metrics : std::vector<std::string>{};
-    page.stage2_metrics = analysis::metrics_for(chosen, have);
+    page.stage1_metrics = have;
+    page.stage2_metrics = analysis::metrics_for(options.stage2_all ? registry.all() : chosen, have);
     if (progress)
       progress(fmt::format("stage 2: {} tool{} ({} metric{} more)", chosen.size(), chosen.size() == 1 ? "" : "s",
                            page.stage2_metrics.size(), page.stage2_metrics.size() == 1 ? "" : "s"));
@@ -94,6 +100,97 @@ Result<AnalyzePage> run_analyze(const task::Task& task, const fs::path& candidat
   page.tools_run = names_of(chosen);
   page.findings = analysis::run_tools(chosen, page.evidence);
   page.feedback = analysis::make_feedback(page.evidence, page.findings, options.feedback);
+  return page;
+}
+
+nlohmann::json evidence_file(const task::Task& task, const AnalyzePage& page) {
+  return {{"format", "kernelpro-evidence"},
+          {"version", 1},
+          {"task", {{"name", task.name}, {"ideal_bytes", task.ideal_bytes}, {"ideal_flops", task.ideal_flops}}},
+          {"candidate", page.profile.eval.candidate.string()},
+          {"recorded_on", page.evidence.device.name},
+          {"speedup_vs_reference", page.profile.eval.speedup_vs_reference},
+          {"stage1_metrics", page.stage1_metrics},
+          {"tools_run", page.tools_run},
+          {"evidence", analysis::evidence_to_json(page.evidence)}};
+}
+
+namespace {
+
+analysis::RooflineResult classify_evidence(const analysis::Evidence& e) {
+  analysis::RooflineInput in;
+  in.kernels = e.kernels;
+  in.ceilings = e.ceilings;
+  in.trace = e.trace;
+  in.call_seconds = e.call_seconds;
+  return analysis::classify(in);
+}
+
+}  // namespace
+
+Result<AnalyzePage> replay_analyze(const nlohmann::json& file, const AnalyzeOptions& options, task::Task* task) {
+  if (!file.is_object() || file.value("format", std::string()) != "kernelpro-evidence")
+    return make_error(ErrorCode::kInvalidInput,
+                      "not a kernelpro evidence file (no \"format\": \"kernelpro-evidence\"); write one with "
+                      "`kernelpro analyze TASK CANDIDATE --save-evidence FILE`");
+  if (file.value("version", 0) != 1)
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("evidence file version {}: this kernelpro reads version 1", file.value("version", 0)));
+  KP_TRY(analysis::Evidence evidence, analysis::evidence_from_json(file.value("evidence", nlohmann::json())));
+  KP_TRY(analysis::ToolRegistry registry, make_registry(options.rule_dirs));
+  const nlohmann::json t = file.value("task", nlohmann::json::object());
+  task->name = t.value("name", std::string());
+  task->ideal_bytes = evidence.ideal_bytes;
+  task->ideal_flops = evidence.ideal_flops;
+
+  AnalyzePage page;
+  page.stage1_metrics = file.value("stage1_metrics", std::vector<std::string>{});
+  std::vector<const analysis::Tool*> chosen;
+  if (!options.tools.empty()) {
+    KP_TRY(chosen, registry.by_name(options.tools));
+  } else {
+    // The tools are chosen on what stage 1 had, as in run_analyze.
+    analysis::Evidence stage1 = evidence;
+    if (!page.stage1_metrics.empty()) {
+      for (auto& k : stage1.kernels)
+        std::erase_if(k.values, [&](const auto& kv) {
+          return std::find(page.stage1_metrics.begin(), page.stage1_metrics.end(), kv.first) == page.stage1_metrics.end();
+        });
+    }
+    if (!stage1.kernels.empty()) stage1.roofline = classify_evidence(stage1);
+    chosen = registry.select(stage1);
+  }
+  if (!evidence.kernels.empty()) evidence.roofline = classify_evidence(evidence);
+
+  ProfilePage& p = page.profile;
+  p.eval.outcome = eval::Outcome::kOk;
+  p.eval.task_name = task->name;
+  p.eval.candidate = file.value("candidate", std::string());
+  p.eval.device = evidence.device;
+  p.eval.time.median = evidence.call_seconds;
+  p.eval.speedup_vs_reference = file.value("speedup_vs_reference", 0.0);
+  profile::KernelProfile counters;
+  counters.kernels = evidence.kernels;
+  std::set<std::string> names;
+  for (const auto& k : evidence.kernels)
+    for (const auto& kv : k.values) names.insert(kv.first);
+  counters.metrics.assign(names.begin(), names.end());
+  counters.unprofiled_launches = evidence.unprofiled_launches;
+  p.counters = std::move(counters);
+  p.sass = evidence.sass;
+  if (evidence.trace) {
+    p.trace.emplace();
+    p.trace->calls.push_back(*evidence.trace);
+    p.trace->finished = true;
+  }
+  p.roofline = evidence.roofline;
+  p.ceilings = evidence.ceilings;
+
+  page.tools_run = names_of(chosen);
+  page.stage2_metrics = analysis::metrics_for(chosen, page.stage1_metrics);
+  page.findings = analysis::run_tools(chosen, evidence);
+  page.feedback = analysis::make_feedback(evidence, page.findings, options.feedback);
+  page.evidence = std::move(evidence);
   return page;
 }
 

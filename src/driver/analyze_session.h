@@ -25,6 +25,9 @@ struct AnalyzeOptions {
   // file is an error naming it.
   std::vector<std::filesystem::path> rule_dirs;
   bool stage2 = true;  // false: the tools run on the stage-1 evidence alone
+  // Stage 2 collects every tool's metrics, not only the chosen tools' (the same tools run): for
+  // evidence saved to be analyzed again later with any tool (--stage2-all).
+  bool stage2_all = false;
   analysis::FeedbackOptions feedback;
 };
 
@@ -32,6 +35,7 @@ struct AnalyzePage {
   ProfilePage profile;
   analysis::Evidence evidence;
   std::vector<std::string> tools_run;       // in name order
+  std::vector<std::string> stage1_metrics;  // the stage-1 list the tools were chosen on
   std::vector<std::string> stage2_metrics;  // collected for them
   std::vector<analysis::Finding> findings;  // as the tools returned them
   analysis::Feedback feedback;
@@ -50,5 +54,18 @@ Result<nlohmann::json> list_tools(const std::vector<std::filesystem::path>& rule
 
 // The evidence the tools read, from a profile page and its task.
 analysis::Evidence evidence_of(const task::Task& task, const ProfilePage& page);
+
+// What `kernelpro analyze --save-evidence FILE` writes: {"format": "kernelpro-evidence",
+// "version": 1, "task": {"name", "ideal_bytes", "ideal_flops"}, "candidate", "recorded_on"
+// (the GPU), "speedup_vs_reference", "stage1_metrics", "tools_run", "evidence"
+// (analysis::evidence_to_json)}.
+nlohmann::json evidence_file(const task::Task& task, const AnalyzePage& page);
+
+// `kernelpro analyze --evidence FILE`: the diagnosis made again from a saved file, no GPU. The
+// tools are chosen as run_analyze chooses them, on the stage-1 metrics of the file (or the
+// ones named in options.tools), and run on all of its evidence; the class is computed again
+// from it. *task gets the file's task (name and ideals). kInvalidInput for a file that is not
+// kernelpro evidence, with what is wrong.
+Result<AnalyzePage> replay_analyze(const nlohmann::json& file, const AnalyzeOptions& options, task::Task* task);
 
 }  // namespace kp::driver
