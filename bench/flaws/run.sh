@@ -3,7 +3,9 @@
 # findings (`kernelpro analyze --json`) and the Nsight Compute rules that fire under
 # `ncu --set full` on the same one-shot worker request (as bench/profile_wall.sh does). Writes
 # one JSON line per (flaw, variant) to OUT/results.jsonl; a pair already there is skipped, so an
-# interrupted run resumes. Needs a GPU and ncu. Then: python3 bench/flaws/score.py OUT/results.jsonl
+# interrupted run resumes. kernelpro's evidence is saved to OUT/evidence/FLAW-VARIANT.json, to be
+# analyzed again without a GPU (bench/flaws/replay.py). Needs a GPU and ncu. Then:
+# python3 bench/flaws/score.py OUT/results.jsonl
 # Usage: bench/flaws/run.sh [BUILD_DIR] [OUT_DIR] [FLAW...]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -41,7 +43,11 @@ PY
     # kernelpro: the findings of the analyze command, its scratch directory kept: the system
     # trace's one-shot request in it is the same candidate run that ncu gets below, switched from
     # the trace to an NVTX range of one call (what `--collector ncu` sends the worker).
-    "$BUILD/kernelpro" analyze "$d/" "$d/$variant.cu" --keep-scratch --json > "$work/analyze.json" 2> "$work/analyze.err"
+    # --stage2-all: stage 2 collects every tool's metrics (the same tools run), so the saved
+    # evidence can be analyzed again with changed tools: bench/flaws/replay.py.
+    mkdir -p "$OUT/evidence"
+    "$BUILD/kernelpro" analyze "$d/" "$d/$variant.cu" --keep-scratch --json --stage2-all \
+      --save-evidence "$OUT/evidence/$name-$variant.json" > "$work/analyze.json" 2> "$work/analyze.err"
     kp_rc=$?
     scratch=$(sed -n 's/^kernelpro: scratch directory //p' "$work/analyze.err" | head -1)
     req=$(ls "$scratch"/trace-*.request.json 2>/dev/null | head -1)
@@ -75,6 +81,10 @@ except OSError:
 try:
     j = json.load(open(os.path.join(work, "analyze.json")))
     row["kp_tools"] = sorted({f.get("tool") for f in j.get("findings", []) if f.get("tool")})
+    row["kp_seconds"] = j.get("seconds", {})
+    timing = ((j.get("profile") or {}).get("counters") or {}).get("timing_s")
+    if timing:
+        row["kp_counter_timing_s"] = timing
 except (OSError, ValueError) as e:
     row["kp_error"] = str(e)
 rules = set()

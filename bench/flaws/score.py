@@ -89,6 +89,12 @@ def score(expected, runs, out=sys.stdout):
         if on_flawed and not on_fixed:
             ncu_named += 1
     p("")
+    hits = sum(h for h, _, _, _ in per_tool.values())
+    owns = sum(n for _, n, _, _ in per_tool.values())
+    tps = sum(t for _, _, t, _ in per_tool.values())
+    fires = sum(f for _, _, _, f in per_tool.values())
+    pct = lambda a, b: f"{100 * a / b:.0f}%" if b else "-"
+    p(f"kernelpro over all tools: recall {hits}/{owns} ({pct(hits, owns)}), precision {tps}/{fires} ({pct(tps, fires)})")
     p(f"flaws named correctly: kernelpro {kp_named}/{len(flaws)}, ncu {ncu_named}/{len(flaws)}")
     return {"kernelpro": kp_named, "ncu": ncu_named, "flaws": len(flaws), "tools": per_tool}
 
