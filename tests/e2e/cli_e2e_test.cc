@@ -96,6 +96,40 @@ TEST_F(CliE2e, AnalyzeWithoutGpuFindsSpillsFromPtxasAlone) {
   EXPECT_EQ(tools_of("fixed"), std::vector<std::string>{});
 }
 
+// Evidence recorded on the H200 (bench/flaws/run.sh --save-evidence) analyzed again without a
+// GPU: each flaw's own tool fires on the flawed variant and not on its fixed twin, as it did on
+// the GPU; launch_overhead on 2048 launches of which the first 256 were profiled (a sample).
+TEST_F(CliE2e, AnalyzeAgainFromEvidenceRecordedOnTheH200) {
+  const fs::path ev = testing::source_dir() / "bench" / "results" / "h200-2026-12-03-evidence" / "evidence";
+  auto tools_of = [&](const std::string& name) {
+    CliRun r = kernelpro({"analyze", "--evidence", (ev / (name + ".json")).string(), "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    std::set<std::string> tools;
+    if (j.is_object() && j.contains("findings"))
+      for (const auto& f : j["findings"]) tools.insert(f.value("tool", ""));
+    return tools;
+  };
+  for (const auto& [flaw, tool] : std::vector<std::pair<std::string, std::string>>{
+           {"03_bank_conflicts", "bank_conflicts"},
+           {"06_register_spills", "register_spills"},
+           {"07_accidental_fp64", "accidental_fp64"},
+           {"12_branch_divergence", "branch_divergence"}}) {
+    EXPECT_TRUE(tools_of(flaw + "-flawed").count(tool)) << flaw;
+    EXPECT_FALSE(tools_of(flaw + "-fixed").count(tool)) << flaw;
+  }
+  EXPECT_TRUE(tools_of("18_launch_overhead-flawed").count("launch_overhead"));
+
+  CliRun both = kernelpro({"analyze", "some/task", "--evidence", (ev / "06_register_spills-fixed.json").string()});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("replaces TASK"), std::string::npos) << both.err;
+  fs::path junk = dir_->path() / "junk.json";
+  ASSERT_TRUE(write_file(junk.string(), "{\"format\": \"something else\"}").ok());
+  CliRun bad = kernelpro({"analyze", "--evidence", junk.string()});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("not a kernelpro evidence file"), std::string::npos) << bad.err;
+}
+
 TEST_F(CliE2e, UnknownDtypeSaysWhichAreKnown) {
   fs::path t = write_task("name = \"x\"\n[[outputs]]\nname = \"y\"\ndtype = \"fp8\"\nshape = [4]\n");
   CliRun r = kernelpro({"eval", t.string()});
