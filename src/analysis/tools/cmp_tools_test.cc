@@ -142,6 +142,25 @@ TEST(CmpTools, TensorCoresUnusedQuietOnElementwise) {
   EXPECT_TRUE(make_tensor_cores_unused()->run(e).empty());
 }
 
+// Flaw 09's polynomial on the H200: 1.02e10 FFMA (3.2e8 warp FFMA), one load per element,
+// ideal intensity far above the ridge: a thread keeps its operand, so it is no matrix product.
+// The GEMM re-reads its operands (2 warp loads per warp FFMA) and still fires.
+TEST(CmpTools, TensorCoresUnusedQuietWhenOperandsAreNotReread) {
+  Evidence poly = naive_gemm();
+  poly.kernels[0].values["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] = 3.3e5;
+  poly.kernels[0].values["smsp__sass_inst_executed_op_shared_ld.sum"] = 0;
+  EXPECT_TRUE(make_tensor_cores_unused()->run(poly).empty());
+
+  Evidence gemm = naive_gemm();
+  gemm.kernels[0].values["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] = 2 * 6.87e10 / 32;
+  gemm.kernels[0].values["smsp__sass_inst_executed_op_shared_ld.sum"] = 0;
+  auto fs = make_tensor_cores_unused()->run(gemm);
+  ASSERT_EQ(fs.size(), 1u);
+  bool shown = false;
+  for (const auto& ev : fs[0].evidence) shown = shown || ev.metric == "warp loads per warp FMA";
+  EXPECT_TRUE(shown);
+}
+
 TEST(CmpTools, TensorCoresUnusedNeedsSass) {
   Evidence e = naive_gemm();
   e.sass.clear();

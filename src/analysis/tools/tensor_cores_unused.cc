@@ -13,6 +13,13 @@
 //     its ceiling and FFMA/HFMA carry at least kMinFmaShare of the FP ops (a matrix product is
 //     all multiply-adds). The second way cannot tell a GEMM from a polynomial: it is reported
 //     as info, with that caveat.
+//   - operands are re-read as a matrix product re-reads them: warp-level loads (global load
+//     requests l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum plus shared loads
+//     smsp__sass_inst_executed_op_shared_ld.sum) per warp-level FFMA/HFMA (thread count / 32)
+//     at least kMinLoadsPerFma (1/64). A GEMM, even 16x16 register-blocked with 128-bit shared
+//     loads, loads one operand vector per 32 FMAs; a polynomial or an unrolled recurrence per
+//     element loads once per hundreds (H200 flaw suite: 0.001-0.004 on the polynomial kernels
+//     of flaws 06, 09, 12, 0.20 on the FP32 GEMM of flaw 13). Skipped when either count is missing.
 // Estimated gain: the kernel time over the floor it would have on tensor cores,
 // max(FLOP / tensor peak, bytes / DRAM bandwidth), bytes being the kernel's share of the ideal
 // bytes (else its measured DRAM bytes). The tensor peak is the calibrated TF32 rate for FP32
@@ -25,6 +32,7 @@
 // = max(333 us, 47 us) = 333 us: gain up to 16.9 ms / 333 us = 51x; critical.
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "analysis/tool.h"
@@ -35,6 +43,7 @@ namespace {
 constexpr double kMinShareOfIdeal = 0.25;  // of the task's ideal FLOP done by this kernel
 constexpr double kMinFmaShare = 0.8;       // FMA share of the FP ops when there is no ideal
 constexpr double kCriticalGain = 4;        // a gain this large makes it the main problem
+constexpr double kMinLoadsPerFma = 1.0 / 64;  // warp loads per warp FMA of a matrix product
 
 class TensorCoresUnused final : public Tool {
  public:
@@ -72,6 +81,14 @@ class TensorCoresUnused final : public Tool {
       const double f16 = 2 * hadd + 2 * hmul + 4 * hfma;
       const double flops = f32 + f16;
       if (flops <= 0) continue;
+      auto gld = metric(k, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum");
+      auto sld = metric(k, "smsp__sass_inst_executed_op_shared_ld.sum");
+      const double fma_warp = (*ffma + hfma) / 32;
+      std::optional<double> reuse;
+      if (gld && sld && fma_warp > 0) {
+        reuse = (*gld + *sld) / fma_warp;
+        if (*reuse < kMinLoadsPerFma) continue;  // FMAs on values a thread keeps: not a matrix product
+      }
       const double seconds = *ns * 1e-9;
       const bool half = f16 > f32;
       const double cuda_peak = half ? e.ceilings.fp16_flops : e.ceilings.fp32_flops;
@@ -80,6 +97,7 @@ class TensorCoresUnused final : public Tool {
       Finding f;
       f.tool = spec().name;
       f.kernel = k.name;
+      if (reuse) f.evidence.push_back(evidence("warp loads per warp FMA", *reuse, ">=", kMinLoadsPerFma));
       double bytes = k.get_or("dram__bytes_read.sum", 0) + k.get_or("dram__bytes_write.sum", 0);
       const double ridge = e.ceilings.dram_bytes_per_s > 0 ? e.ceilings.fp32_flops / e.ceilings.dram_bytes_per_s : 0;
       if (e.ideal_flops > 0 && e.ideal_bytes > 0 && ridge > 0) {
