@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "profile/calibration.h"
+#include "profile/sass/sass_summary.h"
 
 namespace kp::analysis {
 
@@ -35,12 +36,6 @@ profile::KernelMetrics kernel_from(const json& j) {
   k.units = j.value("units", std::map<std::string, std::string>{});
   k.text = j.value("text", std::map<std::string, std::string>{});
   return k;
-}
-
-json bits_json(const std::map<int, int64_t>& m) {
-  json o = json::object();
-  for (const auto& [bits, n] : m) o[std::to_string(bits)] = n;
-  return o;
 }
 
 std::map<int, int64_t> bits_from(const json& j) {
@@ -83,27 +78,12 @@ build::KernelResources resources_from(const json& j) {
   return r;
 }
 
+// The summary as profile::to_json writes it (its derived counts are ignored when read back),
+// and every resource field, which that form leaves out.
 json sass_json(const profile::KernelSass& k) {
-  const profile::SassSummary& s = k.sass;
-  json by_class = json::object();
-  for (int i = 0; i < profile::kSassClassCount; ++i)
-    if (s.by_class[i] != 0) by_class[profile::to_string(static_cast<profile::SassClass>(i))] = s.by_class[i];
-  json summary = {{"arch", s.arch},
-                  {"instructions", s.instructions},
-                  {"by_class", by_class},
-                  {"by_opcode", s.by_opcode},
-                  {"global_load_bits", bits_json(s.global_load_bits)},
-                  {"global_store_bits", bits_json(s.global_store_bits)},
-                  {"local_loads", s.local_loads},
-                  {"local_stores", s.local_stores},
-                  {"tensor_shapes", s.tensor_shapes},
-                  {"mufu", s.mufu},
-                  {"fp32_fma", s.fp32_fma},
-                  {"fp32_add", s.fp32_add},
-                  {"fp32_mul", s.fp32_mul}};
   return {{"mangled_name", k.mangled_name},
           {"name", k.name},
-          {"sass", summary},
+          {"sass", profile::to_json(k.sass)},
           {"resources", k.resources ? resources_json(*k.resources) : json(nullptr)}};
 }
 

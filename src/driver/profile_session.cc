@@ -155,10 +155,9 @@ Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidat
   page.counters = std::move(*counters);
   if (page.counters->unprofiled_launches > 0)
     page.notes.push_back(fmt::format(
-        "counters: the call launched {} kernels; the first {} were profiled (the session holds {}), so the counters are "
-        "a sample: rates and shares hold, call totals (bytes, FLOP) do not",
-        page.counters->kernels.size() + page.counters->unprofiled_launches, page.counters->kernels.size(),
-        page.counters->kernels.size()));
+        "counters: the call launched {} kernels; the first {} were profiled (as many as the session holds), so the "
+        "counters are a sample: rates and shares hold, call totals (bytes, FLOP) do not",
+        page.counters->kernels.size() + page.counters->unprofiled_launches, page.counters->kernels.size()));
 
   // System level, in a process of its own (one CUPTI subscriber per process).
   if (options.trace) {
