@@ -114,6 +114,12 @@ Result<KernelProfile> Profiler::counters(const ProfileTarget& target, const std:
         p.timing_s["pass." + k] = sum;
         if (v.front().is_number()) p.timing_s["pass." + k + ".first"] = v.front().get<double>();
       }
+    // The library's set-up steps ("step.host_initialize", "step.set_config", "step.start", ...),
+    // summed where a step ran twice (a rebuild).
+    if (auto t = pr.range_profile.find("steps_s"); t != pr.range_profile.end() && t->is_array())
+      for (const auto& step : *t)
+        if (step.is_array() && step.size() == 2 && step[0].is_string() && step[1].is_number())
+          p.timing_s["step." + step[0].get<std::string>()] += step[1].get<double>();
     for (const auto& [k, v] : pr.phase_seconds) p.timing_s["worker." + k] = v;
     p.collect_s = pr.collect_seconds;
     p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -29,33 +30,43 @@ struct ProbeRun {
   std::map<std::string, std::string> json;  // session label -> KP_RP_JSON text
 };
 
-const ProbeRun& probe_run() {
-  static ProbeRun run = [] {
-    ProbeRun r;
-    fs::path probe = testing::binary_dir() / "kp_rangeprof_probe";
-    fs::path lib = testing::binary_dir() / "libkp_rangeprof.so";
-    if (!fs::exists(probe) || !fs::exists(lib)) {
-      r.error = probe.string() + " or " + lib.string() + " is missing: build kp_rangeprof_probe and kp_rangeprof";
-      return r;
-    }
-    sys::Command c;
-    c.argv = {probe.string(), "--lib", lib.string(), "--metrics",
-              (testing::test_data_dir() / "cupti" / "stage1_metrics.txt").string()};
-    c.timeout = std::chrono::seconds(300);
-    auto done = sys::run(c);
-    if (!done.ok()) {
-      r.error = done.error().message;
-      return r;
-    }
-    r.exit_code = done->exit_code;
-    r.output = done->stdout_text + done->stderr_text;
-    for (const std::string& line : split_lines(r.output)) {
-      if (line.rfind("KP_RP_JSON ", 0) != 0) continue;
-      size_t sp = line.find(' ', 11);
-      if (sp != std::string::npos) r.json[line.substr(11, sp - 11)] = line.substr(sp + 1);
-    }
+ProbeRun run_probe(const std::vector<std::string>& extra) {
+  ProbeRun r;
+  fs::path probe = testing::binary_dir() / "kp_rangeprof_probe";
+  fs::path lib = testing::binary_dir() / "libkp_rangeprof.so";
+  if (!fs::exists(probe) || !fs::exists(lib)) {
+    r.error = probe.string() + " or " + lib.string() + " is missing: build kp_rangeprof_probe and kp_rangeprof";
     return r;
-  }();
+  }
+  sys::Command c;
+  c.argv = {probe.string(), "--lib", lib.string(), "--metrics",
+            (testing::test_data_dir() / "cupti" / "stage1_metrics.txt").string()};
+  c.argv.insert(c.argv.end(), extra.begin(), extra.end());
+  c.timeout = std::chrono::seconds(300);
+  auto done = sys::run(c);
+  if (!done.ok()) {
+    r.error = done.error().message;
+    return r;
+  }
+  r.exit_code = done->exit_code;
+  r.output = done->stdout_text + done->stderr_text;
+  for (const std::string& line : split_lines(r.output)) {
+    if (line.rfind("KP_RP_JSON ", 0) != 0) continue;
+    size_t sp = line.find(' ', 11);
+    if (sp != std::string::npos) r.json[line.substr(11, sp - 11)] = line.substr(sp + 1);
+  }
+  return r;
+}
+
+const ProbeRun& probe_run() {
+  static ProbeRun run = run_probe({});
+  return run;
+}
+
+// The probe's --warm-study: sessions kept across collections, held through timed launches.
+const ProbeRun& warm_run() {
+  static ProbeRun run = run_probe(
+      {"--warm-study", "1", "--metrics2", (testing::test_data_dir() / "cupti" / "stage2_metrics.txt").string()});
   return run;
 }
 
@@ -142,7 +153,8 @@ TEST_F(RangeProfGpu, UserReplayReadsWhatKernelReplayReads) {
   EXPECT_NEAR(user.kernels[0].get_or("dram__bytes_read.sum", -1), 2 * 4 * kN, 0.05 * 2 * 4 * kN);
   EXPECT_NEAR(user.kernels[0].get_or("dram__bytes_write.sum", -1), 4 * kN, 0.05 * 4 * kN);
   for (size_t k = 0; k < 2; ++k) {
-    double a = kernel.kernels[k].get_or("gpu__time_duration.sum", 0), b = user.kernels[k].get_or("gpu__time_duration.sum", 0);
+    double a = kernel.kernels[k].get_or("gpu__time_duration.sum", 0),
+           b = user.kernels[k].get_or("gpu__time_duration.sum", 0);
     EXPECT_NEAR(b, a, 0.15 * a) << kernel.kernels[k].name;
   }
 }
@@ -160,6 +172,28 @@ TEST_F(RangeProfGpu, UserReplayRefusesPassesThatDiffer) {
   EXPECT_NE(probe_run().output.find("KP_RP_PASSFAIL reported"), std::string::npos) << probe_run().output;
   EXPECT_EQ(session("kernel_after_mismatch").kernels.size(), 2u);  // the session survives a mismatch
   EXPECT_EQ(session("after_broken").kernels.size(), 2u);           // and the process a broken one
+}
+
+// A kept session's later collections copy the counter-data image initialised for the first
+// one instead of initialising it again: the counts must be what a fresh image gives.
+TEST_F(RangeProfGpu, AWarmSessionsCopiedCounterImageCountsExactly) {
+  const ProbeRun& warm = warm_run();
+  ASSERT_TRUE(warm.error.empty()) << warm.error;
+  ASSERT_EQ(warm.exit_code, 0) << warm.output;
+  for (const char* label : {"warm_new_0", "warm_again_0", "warm_list1_back", "warm_kernel_replay_again"}) {
+    auto it = warm.json.find(label);
+    ASSERT_NE(it, warm.json.end()) << label << " missing in:\n" << warm.output;
+    auto p = parse_range_profile(it->second);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    ASSERT_EQ(p->kernels.size(), 1u) << label;
+    EXPECT_EQ(p->kernels[0].name, "fma_chain") << label;
+    EXPECT_NEAR(p->kernels[0].get_or("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", -1), kN * kFmaIters,
+                0.001 * kN * kFmaIters)
+        << label;
+  }
+  EXPECT_NE(warm.json.at("warm_again_0").find("\"counter_data_copy\""), std::string::npos)
+      << "the second collection initialised its image again";
+  EXPECT_NE(warm.json.at("warm_new_0").find("\"counter_data_initialize\""), std::string::npos);
 }
 
 }  // namespace

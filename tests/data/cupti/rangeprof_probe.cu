@@ -14,6 +14,8 @@
 //   KP_RP_TIME SESSION create=S begin=S launch=S end=S total=S passes=P
 //   KP_RP_JSON SESSION {...}                                 (kp_rp_result_json)
 //   KP_RP_ERROR SESSION message
+//   kp_rangeprof_probe --metrics FILE --warm-study REPS [--metrics2 FILE]
+//                                     (what holding a session costs: see warm_study)
 // Sessions, all in this one process: "pair" (saxpy, strided_read), "pair_again" (the same
 // session's second begin/end), "cache" (a new session: fill_small writes 16 MiB, read_small
 // reads them back: dram__bytes_read of read_small near 0 means the replay left L2 warm, near
@@ -87,6 +89,9 @@ extern "C" __global__ void fma_chain(float* y, int n, int iters) {
   for (int k = 0; k < iters; ++k) v = fmaf(v, 0.999f, 0.5f);
   y[i] = v;
 }
+
+// Does nothing: a launch-bound loop of it measures launch overhead.
+extern "C" __global__ void empty_kernel() {}
 
 namespace {
 
@@ -285,12 +290,97 @@ kp_rp_session* create(const Api& api, const std::vector<std::string>& metrics, i
   return s;
 }
 
+// Launch cost: `count` back-to-back launches of empty_kernel, microseconds per launch (event
+// time over the whole loop).
+double empty_launch_us(int count) {
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  empty_kernel<<<1, 32>>>();
+  CHECK_CUDA(cudaEventRecord(e0));
+  for (int i = 0; i < count; ++i) empty_kernel<<<1, 32>>>();
+  CHECK_CUDA(cudaEventRecord(e1));
+  CHECK_CUDA(cudaEventSynchronize(e1));
+  float ms = 0;
+  CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+  CHECK_CUDA(cudaEventDestroy(e0));
+  CHECK_CUDA(cudaEventDestroy(e1));
+  return 1e3 * ms / count;
+}
+
+// The median event time of 11 launches of fma_chain (about 1.3 ms), after one warm-up.
+double fma_chain_ms(const Buffers& b) {
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  launch_one_ms(b);
+  std::vector<float> ms(11);
+  for (float& m : ms) {
+    CHECK_CUDA(cudaEventRecord(e0));
+    launch_one_ms(b);
+    CHECK_CUDA(cudaEventRecord(e1));
+    CHECK_CUDA(cudaEventSynchronize(e1));
+    CHECK_CUDA(cudaEventElapsedTime(&m, e0, e1));
+  }
+  std::sort(ms.begin(), ms.end());
+  CHECK_CUDA(cudaEventDestroy(e0));
+  CHECK_CUDA(cudaEventDestroy(e1));
+  return ms[ms.size() / 2];
+}
+
+// --warm-study: what a warm worker would pay and perturb by keeping a session.
+//   KP_RP_WARM REP released fma_ms=.. empty_us=.. | held fma_ms=.. empty_us=..
+// alternates timing with no session and with a session held (enabled, not collecting), REPS
+// times, to see whether holding one slows the kernels an evaluation times; and
+//   KP_RP_TIME LABEL ... / KP_RP_JSON LABEL {...}
+// for a first session, its second and third collections, a session of another list (metrics2),
+// and the first list again: where the set-up cost of a session goes (the JSON's steps_s).
+int warm_study(const Api& api, const std::vector<std::string>& metrics, const std::vector<std::string>& metrics2,
+               const Buffers& b, UserReplay u, int reps) {
+  double create_s = 0;
+  int failures = 0;
+  for (int rep = 0; rep < reps; ++rep) {
+    double released_fma = fma_chain_ms(b), released_empty = empty_launch_us(2000);
+    std::string label = "warm_new_" + std::to_string(rep);
+    kp_rp_session* s = create(api, metrics, 256, label.c_str(), &create_s);
+    if (s == nullptr) return 1;
+    failures += collect_user(api, s, label.c_str(), create_s, u) != KP_RP_OK;
+    double held_fma = fma_chain_ms(b), held_empty = empty_launch_us(2000);
+    std::string again = "warm_again_" + std::to_string(rep);
+    failures += collect_user(api, s, again.c_str(), 0, u) != KP_RP_OK;
+    double held2_fma = fma_chain_ms(b), held2_empty = empty_launch_us(2000);
+    api.destroy(s);
+    double after_fma = fma_chain_ms(b), after_empty = empty_launch_us(2000);
+    std::printf("KP_RP_WARM %d released fma_ms=%.4f empty_us=%.3f | held fma_ms=%.4f empty_us=%.3f | held2 fma_ms=%.4f "
+                "empty_us=%.3f | destroyed fma_ms=%.4f empty_us=%.3f\n",
+                rep, released_fma, released_empty, held_fma, held_empty, held2_fma, held2_empty, after_fma, after_empty);
+    std::fflush(stdout);
+  }
+  if (!metrics2.empty()) {
+    kp_rp_session* s = create(api, metrics2, 256, "warm_list2", &create_s);
+    if (s == nullptr) return 1;
+    failures += collect_user(api, s, "warm_list2", create_s, u) != KP_RP_OK;
+    failures += collect_user(api, s, "warm_list2_again", 0, u) != KP_RP_OK;
+    api.destroy(s);
+    s = create(api, metrics, 256, "warm_list1_back", &create_s);
+    if (s == nullptr) return 1;
+    failures += collect_user(api, s, "warm_list1_back", create_s, u) != KP_RP_OK;
+    // Kernel replay on a warm session that last ran user replay (a mode change rebuilds).
+    failures += !collect(api, s, "warm_kernel_replay", 0, launch_one_ms, b);
+    failures += !collect(api, s, "warm_kernel_replay_again", 0, launch_one_ms, b);
+    api.destroy(s);
+  }
+  std::printf("KP_RP_DONE %s\n", failures == 0 ? "ok" : "errors");
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string lib, metrics_file;
+  std::string metrics2_file;
   bool plain = false, each = false;
-  int max_kernels = 16;
+  int max_kernels = 16, warm_reps = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--lib" && i + 1 < argc) lib = argv[++i];
@@ -298,8 +388,10 @@ int main(int argc, char** argv) {
     else if (a == "--max-kernels" && i + 1 < argc) max_kernels = std::atoi(argv[++i]);
     else if (a == "--plain") plain = true;
     else if (a == "--each") each = true;
+    else if (a == "--warm-study" && i + 1 < argc) warm_reps = std::atoi(argv[++i]);
+    else if (a == "--metrics2" && i + 1 < argc) metrics2_file = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s --metrics FILE [--lib PATH] [--each] [--max-kernels N] | --plain\n", argv[0]);
+      std::fprintf(stderr, "usage: %s --metrics FILE [--lib PATH] [--each] [--max-kernels N] [--warm-study REPS [--metrics2 FILE]] | --plain\n", argv[0]);
       return 2;
     }
   }
@@ -383,6 +475,18 @@ int main(int argc, char** argv) {
   std::vector<std::string> metrics = read_metrics(metrics_file.c_str());
   std::printf("KP_RP_METRICS %zu from %s\n", metrics.size(), metrics_file.c_str());
   if (each) metrics = each_metric(api, metrics);
+  if (warm_reps > 0) {
+    float* y_saved = nullptr;
+    CHECK_CUDA(cudaMalloc(&y_saved, sizeof(float) * kN));
+    CHECK_CUDA(cudaMemcpy(y_saved, b.y, sizeof(float) * kN, cudaMemcpyDeviceToDevice));
+    UserReplay u;
+    u.b = &b;
+    u.y_saved = y_saved;
+    u.launch = launch_one_ms;
+    std::vector<std::string> metrics2;
+    if (!metrics2_file.empty()) metrics2 = read_metrics(metrics2_file.c_str());
+    return warm_study(api, metrics, metrics2, b, u, warm_reps);
+  }
 
   bool ok = true;
   double create_s = 0;
