@@ -109,7 +109,16 @@ Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidat
     if (progress) progress(s);
   };
   ProfilePage page;
-  eval::Evaluator evaluator(options.evaluator);
+  const std::vector<std::string> metrics = profile::merge_metric_lists(
+      options.stage1_override.empty() ? profile::stage1_metrics() : options.stage1_override, options.extra_metrics);
+  eval::EvaluatorOptions evaluator_options = options.evaluator;
+  // kp-worker sets up the stage-1 session while the candidate builds (eval/worker_client.h).
+  if (options.collector == profile::Collector::kCupti && options.profiler.replay != "kernel" &&
+      evaluator_options.worker.argv.empty()) {
+    evaluator_options.worker.prewarm_metrics = metrics;
+    evaluator_options.worker.rangeprof_library = options.profiler.rangeprof_library;
+  }
+  eval::Evaluator evaluator(evaluator_options);
   say("evaluating (build, correctness, timing)");
   auto t0 = Clock::now();
   KP_TRY(page.eval, evaluator.evaluate(task, candidate, library_source));
@@ -145,8 +154,6 @@ Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidat
   profile::ProfileTarget target = target_of(task, page.eval, options);
 
   // Kernel level.
-  std::vector<std::string> metrics = profile::merge_metric_lists(
-      options.stage1_override.empty() ? profile::stage1_metrics() : options.stage1_override, options.extra_metrics);
   say(fmt::format("stage 1: {} counters ({})", metrics.size(), profile::to_string(options.collector)));
   t0 = Clock::now();
   auto counters = profiler.counters(target, metrics, options.collector);

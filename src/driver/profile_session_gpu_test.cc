@@ -77,6 +77,11 @@ TEST_P(ProfileSessionGpu, InProcessCountersAgreeWithNcuAndGiveAClass) {
   ASSERT_TRUE(page->counters);
   ASSERT_FALSE(page->counters->kernels.empty());
   EXPECT_EQ(page->counters->collector, profile::Collector::kCupti);
+  // The worker set up the stage-1 session after its hello and kept it through the evaluation:
+  // the stage-1 collection created nothing.
+  EXPECT_TRUE(page->counters->timing_s.count("worker.prewarm")) << "the worker did not prewarm the Range Profiler";
+  EXPECT_FALSE(page->counters->timing_s.count("step.host_initialize")) << "the stage-1 collection made a new session";
+  EXPECT_TRUE(page->counters->timing_s.count("step.counter_data_copy"));
   ASSERT_TRUE(page->roofline);
   EXPECT_FALSE(page->roofline->limiter.empty());
   ASSERT_TRUE(page->trace) << (page->notes.empty() ? "" : page->notes.front());

@@ -42,6 +42,8 @@ Result<EvalResult> Evaluator::evaluate(const task::Task& task, const fs::path& c
   if (!fs::is_regular_file(candidate))
     return make_error(ErrorCode::kNotFound, fmt::format("{}: no such candidate file (a .cu that exports kp_run)", candidate.string()));
 
+  // The worker's CUDA start-up (and its Range Profiler prewarm) overlaps the build.
+  worker_.launch();
   auto builds = builder_.build_all({build::BuildRequest{task.reference_path, task.reference_libraries, {}},
                                     build::BuildRequest{candidate, task.candidate_libraries, {}}});
   r.build_seconds = since(t0);

@@ -25,8 +25,19 @@ WorkerClient::WorkerClient(WorkerOptions options) : options_(std::move(options))
 WorkerClient::~WorkerClient() { stop(); }
 
 Status WorkerClient::start() {
-  if (process_ && process_->running()) return ok_status();
+  if (process_ && process_->running() && !hello_pending_) return ok_status();
+  if (!hello_pending_) KP_TRY_STATUS(spawn());
+  return await_hello();
+}
+
+void WorkerClient::launch() {
+  if (unavailable_ || (process_ && process_->running())) return;
+  if (!spawn().ok()) process_.reset();  // device() spawns again and reports the error
+}
+
+Status WorkerClient::spawn() {
   process_.reset();
+  hello_pending_ = false;
   sys::Command c;
   if (!options_.argv.empty()) {
     c.argv = options_.argv;
@@ -48,11 +59,23 @@ Status WorkerClient::start() {
   auto spawned = sys::Process::spawn(c);
   if (!spawned.ok()) return std::move(spawned).error().wrap(fmt::format("starting the worker `{}`", join(c.argv, " ")));
   process_ = std::move(*spawned);
-  KP_TRY_STATUS(process_->send_line(R"({"op":"hello"})"));
+  json hello = {{"op", "hello"}};
+  if (!options_.prewarm_metrics.empty() && !options_.rangeprof_library.empty())
+    hello["prewarm_profiler"] = {{"metrics", options_.prewarm_metrics},
+                                 {"rangeprof_library", fs::absolute(options_.rangeprof_library).string()}};
+  KP_TRY_STATUS(process_->send_line(hello.dump()));
+  hello_pending_ = true;
+  return ok_status();
+}
+
+Status WorkerClient::await_hello() {
+  hello_pending_ = false;
+  if (!process_) return make_error(ErrorCode::kUnavailable, "the worker is not running");
   auto line = process_->read_line(ms(options_.start_timeout_s));
   if (!line.ok()) {
     auto how = process_->kill();
-    std::string err = read_log_since(c.stderr_path, 0);
+    std::string err = read_log_since(options_.scratch_dir / "worker.stderr.log", 0);
+    process_.reset();
     return make_error(ErrorCode::kUnavailable, fmt::format("the worker did not start ({}): {}{}", how.describe(),
                                                            line.error().message, err.empty() ? "" : "\n" + err));
   }
@@ -72,7 +95,7 @@ Status WorkerClient::start() {
 
 Result<DeviceInfo> WorkerClient::device() {
   if (unavailable_) return *unavailable_;
-  if (!device_ || !process_ || !process_->running()) KP_TRY_STATUS(start());
+  if (!device_ || !process_ || !process_->running() || hello_pending_) KP_TRY_STATUS(start());
   return *device_;
 }
 

@@ -35,6 +35,11 @@ struct WorkerOptions {
   double start_timeout_s = 120;
   // Largest file the worker (and so a candidate) may write, bytes. Default 1 GiB.
   uint64_t max_file_bytes = uint64_t{1} << 30;
+  // kp-worker: set up a Range Profiler session for these metrics (the stage-1 list) right after
+  // the hello, with libkp_rangeprof.so at rangeprof_library, so that the first profile request
+  // does not pay for it. Empty: no prewarm. The Python worker ignores it.
+  std::vector<std::string> prewarm_metrics;
+  std::filesystem::path rangeprof_library;
 };
 
 // An evaluation as the worker saw it, plus what the candidate printed.
@@ -79,6 +84,11 @@ class WorkerClient {
  public:
   explicit WorkerClient(WorkerOptions options);
   ~WorkerClient();
+
+  // Starts the worker process if none is running, without waiting for it: its CUDA start-up
+  // (and a prewarm) then overlaps what the caller does next (building the candidate). The next
+  // device() or request waits for its hello. Errors are left to that call.
+  void launch();
 
   // Starts the worker if needed and returns its device. kUnavailable (with the worker's own
   // words) when there is no usable GPU; kNotFound when the worker binary is missing.
@@ -131,6 +141,8 @@ class WorkerClient {
     nlohmann::json reply;  // a JSON object, when failure is kNone
   };
   Status start();
+  Status spawn();        // starts the process and sends the hello
+  Status await_hello();  // reads the hello's reply
   Exchange exchange(const nlohmann::json& request, double timeout_s);
   // After a reply: a worker that said it is exiting, or has exited, is waited for and dropped.
   // Returns true when it was.
@@ -142,6 +154,7 @@ class WorkerClient {
   std::unique_ptr<sys::Process> process_;
   std::optional<DeviceInfo> device_;
   std::optional<Error> unavailable_;  // a start that found no GPU: not retried
+  bool hello_pending_ = false;        // spawned by launch(), hello not read yet
   int next_id_ = 1;
 };
 

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "sys/temp_dir.h"
 #include "tests/support/paths.h"
@@ -72,6 +73,57 @@ TEST_F(WorkerClientTest, HealthyWorkerReportsAndKeepsRunning) {
     EXPECT_NE(ev->candidate_stderr.find("candidate says hi"), std::string::npos);
   }
   EXPECT_EQ(starts(), 1);
+}
+
+TEST_F(WorkerClientTest, LaunchedEarlyTheHelloAsksForTheProfilerPrewarm) {
+  fs::path hello = dir_->path() / "hello.json";
+  setenv("FAKE_HELLO", hello.c_str(), 1);
+  setenv("FAKE_MODE", "ok", 1);
+  WorkerOptions o;
+  o.worker_path = testing::test_data_dir() / "fake_workers" / "fake_worker.sh";
+  o.scratch_dir = dir_->path() / "scratch";
+  o.start_timeout_s = 10;
+  o.prewarm_metrics = {"gpu__time_duration.sum", "dram__bytes_read.sum"};
+  o.rangeprof_library = "lib/libkp_rangeprof.so";
+  WorkerClient w(o);
+  w.launch();
+  w.launch();  // already running: no second worker
+  auto dev = w.device();
+  unsetenv("FAKE_HELLO");
+  ASSERT_TRUE(dev.ok()) << dev.error().message;
+  EXPECT_EQ(dev->name, "Fake GPU");
+  auto ev = w.evaluate(one_output_task(), "/r.so", "/c.so", fast());
+  ASSERT_TRUE(ev.ok()) << ev.error().message;
+  EXPECT_EQ(ev->report.outcome, Outcome::kOk);
+  EXPECT_EQ(starts(), 1);
+  auto text = read_file(hello.string());
+  ASSERT_TRUE(text.ok());
+  auto j = nlohmann::json::parse(*text);
+  EXPECT_EQ(j["op"], "hello");
+  EXPECT_EQ(j["prewarm_profiler"]["metrics"], nlohmann::json(o.prewarm_metrics));
+  EXPECT_EQ(j["prewarm_profiler"]["rangeprof_library"], fs::absolute(o.rangeprof_library).string());
+}
+
+TEST_F(WorkerClientTest, WithoutPrewarmMetricsTheHelloIsPlain) {
+  fs::path hello = dir_->path() / "hello.json";
+  setenv("FAKE_HELLO", hello.c_str(), 1);
+  WorkerClient w = client("ok");
+  ASSERT_TRUE(w.device().ok());
+  unsetenv("FAKE_HELLO");
+  auto text = read_file(hello.string());
+  ASSERT_TRUE(text.ok());
+  EXPECT_FALSE(nlohmann::json::parse(*text).contains("prewarm_profiler"));
+}
+
+TEST_F(WorkerClientTest, ALaunchThatCannotStartIsReportedByTheNextCall) {
+  WorkerOptions o;
+  o.worker_path = dir_->path() / "no-such-kp-worker";
+  o.scratch_dir = dir_->path() / "scratch";
+  WorkerClient w(o);
+  w.launch();
+  auto dev = w.device();
+  ASSERT_FALSE(dev.ok());
+  EXPECT_EQ(dev.error().code, ErrorCode::kNotFound);
 }
 
 TEST_F(WorkerClientTest, NoGpuIsUnavailableWithTheWorkersWords) {

@@ -64,8 +64,9 @@ Error range_profiler_error(std::string_view what, const char* message) {
 
 namespace {
 
-// One session per metric list, kept across requests: creating one (config image, counter data)
-// and its first begin cost 0.14 s and 0.17 s on the H200, a later begin 0.008 s.
+// One session per metric list, kept across requests and evaluations: on the H200 creating one
+// for 256 kernels cost 0.3 s and its first collection's first start 0.4 s, which a later
+// collection on the same session does not pay (bench/results/h200-2026-12-03-warm/).
 void* session = nullptr;
 std::vector<std::string> session_metrics;
 const RangeProfilerApi* session_api = nullptr;
@@ -185,6 +186,16 @@ Result<nlohmann::json> collect_range_profile(const std::string& library_path, co
     return make_error(ErrorCode::kTool, "the Range Profiler library returned a result that is not a JSON object");
   if (!fallback_reason.empty()) result["replay_fallback"] = fallback_reason;
   return result;
+}
+
+Result<double> prewarm_range_profiler(const std::string& library_path, const std::vector<std::string>& metrics,
+                                      const std::function<std::string()>& work) {
+  auto t0 = std::chrono::steady_clock::now();
+  const std::function<std::string()> nothing = [] { return std::string(); };
+  double collect_s = 0;
+  KP_TRY(nlohmann::json result, collect_range_profile(library_path, metrics, "user", nothing, work, &collect_s));
+  (void)result;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 Result<TraceMarks> find_trace_marks() {

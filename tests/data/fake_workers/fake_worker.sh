@@ -8,12 +8,14 @@
 #   hang      hello, then never answers an eval
 #   garbage   hello, then answers an eval with a line that is not JSON
 #   poisoned  hello, then answers one eval and exits 3, as after a lost CUDA context
-# Every start appends a line to $FAKE_STARTS, so tests can count restarts.
+# Every start appends a line to $FAKE_STARTS, so tests can count restarts; with $FAKE_HELLO set,
+# the hello request is written there, so tests can read what the orchestrator asked for.
 [ -n "${FAKE_STARTS:-}" ] && echo start >> "$FAKE_STARTS"
 echo "fake worker stdout" 
 while read -r line <&3; do
   case "$line" in
     *'"op":"hello"'*)
+      [ -n "${FAKE_HELLO:-}" ] && printf '%s\n' "$line" > "$FAKE_HELLO"
       if [ "$FAKE_MODE" = no_gpu ]; then
         echo '{"ok":false,"error":"no CUDA device: fake machine without a GPU"}' >&4
       else
