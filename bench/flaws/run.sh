@@ -61,7 +61,7 @@ r["profile"]["calls"] = 1
 json.dump(r, open(sys.argv[2], "w"))
 PY
       # ncu: its own rules, on the full set of sections they read.
-      ncu --clock-control none --set full --print-details all --nvtx --nvtx-include "kp_candidate/" \
+      ncu --clock-control none --set full --print-details all --launch-count 64 --nvtx --nvtx-include "kp_candidate/" \
         --target-processes all --csv --page details --log-file "$work/ncu.csv" \
         "$BUILD/kp-worker" --once "$work/request.json" "$work/ncu.reply.json" > "$work/ncu.out" 2>&1
       ncu_rc=$?
