@@ -138,13 +138,13 @@ void launch_cache(const Buffers& b) {
 }
 void launch_one_ms(const Buffers& b) { fma_chain<<<blocks(kN), 256>>>(b.y, kN, kFmaIters); }
 
-// The median of 21 event-timed launches after a warm-up (no collection running).
-void time_unprofiled(const char* name, void (*launch)(const Buffers&), const Buffers& b) {
+// The median of `count` event-timed launches after a warm-up, milliseconds.
+double median_event_ms(void (*launch)(const Buffers&), const Buffers& b, int count) {
   cudaEvent_t e0, e1;
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));
   launch(b);  // warm-up
-  std::vector<float> ms(21);
+  std::vector<float> ms(count);
   for (float& m : ms) {
     CHECK_CUDA(cudaEventRecord(e0));
     launch(b);
@@ -153,9 +153,14 @@ void time_unprofiled(const char* name, void (*launch)(const Buffers&), const Buf
     CHECK_CUDA(cudaEventElapsedTime(&m, e0, e1));
   }
   std::sort(ms.begin(), ms.end());
-  std::printf("KP_RP_KERNEL_MS %s %.4f\n", name, ms[ms.size() / 2]);
   CHECK_CUDA(cudaEventDestroy(e0));
   CHECK_CUDA(cudaEventDestroy(e1));
+  return ms[ms.size() / 2];
+}
+
+// The median of 21 event-timed launches (no collection running), printed.
+void time_unprofiled(const char* name, void (*launch)(const Buffers&), const Buffers& b) {
+  std::printf("KP_RP_KERNEL_MS %s %.4f\n", name, median_event_ms(launch, b, 21));
 }
 
 std::vector<std::string> read_metrics(const char* path) {
@@ -309,24 +314,7 @@ double empty_launch_us(int count) {
 }
 
 // The median event time of 11 launches of fma_chain (about 1.3 ms), after one warm-up.
-double fma_chain_ms(const Buffers& b) {
-  cudaEvent_t e0, e1;
-  CHECK_CUDA(cudaEventCreate(&e0));
-  CHECK_CUDA(cudaEventCreate(&e1));
-  launch_one_ms(b);
-  std::vector<float> ms(11);
-  for (float& m : ms) {
-    CHECK_CUDA(cudaEventRecord(e0));
-    launch_one_ms(b);
-    CHECK_CUDA(cudaEventRecord(e1));
-    CHECK_CUDA(cudaEventSynchronize(e1));
-    CHECK_CUDA(cudaEventElapsedTime(&m, e0, e1));
-  }
-  std::sort(ms.begin(), ms.end());
-  CHECK_CUDA(cudaEventDestroy(e0));
-  CHECK_CUDA(cudaEventDestroy(e1));
-  return ms[ms.size() / 2];
-}
+double fma_chain_ms(const Buffers& b) { return median_event_ms(launch_one_ms, b, 11); }
 
 // --warm-study: what a warm worker would pay and perturb by keeping a session.
 //   KP_RP_WARM REP released fma_ms=.. empty_us=.. | held fma_ms=.. empty_us=..
