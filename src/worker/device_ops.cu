@@ -58,6 +58,21 @@ __global__ void fill_pattern_kernel(unsigned char* out, size_t elem_size, int64_
   }
 }
 
+// Reads every 16 bytes; writes only if the data XOR to an impossible pattern (never, for the
+// flush buffer is zero-filled), so that the loads are not optimised away.
+__global__ void read_all_kernel(const uint4* data, size_t n, uint4* sink) {
+  uint4 acc = make_uint4(0, 0, 0, 0);
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    uint4 v = data[i];
+    acc.x ^= v.x;
+    acc.y ^= v.y;
+    acc.z ^= v.z;
+    acc.w ^= v.w;
+  }
+  if (acc.x == 0x9E3779B9u && acc.y == 0x7F4A7C15u && acc.z == 0xC2B2AE3Du && acc.w == 0x27D4EB4Fu) *sink = acc;
+}
+
 __global__ void checksum_kernel(const unsigned char* data, size_t bytes, unsigned long long* acc) {
   unsigned long long local = 0;
   size_t words = bytes / 8;
@@ -105,6 +120,15 @@ cudaError_t fill_random(void* data, task::DType dtype, int64_t n, const task::Di
 cudaError_t fill_pattern(void* data, size_t elem_size, int64_t n, uint64_t pattern, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   fill_pattern_kernel<<<grid_for(n), 256, 0, stream>>>(static_cast<unsigned char*>(data), elem_size, n, pattern);
+  return cudaGetLastError();
+}
+
+cudaError_t evict_l2(const void* flush, size_t bytes, cudaStream_t stream) {
+  size_t n = bytes / sizeof(uint4);
+  if (n < 2) return cudaErrorInvalidValue;
+  // The sink is the buffer's own last element: never written, since the data are zeros.
+  auto* data = static_cast<const uint4*>(flush);
+  read_all_kernel<<<132 * 16, 256, 0, stream>>>(data, n - 1, const_cast<uint4*>(data + n - 1));
   return cudaGetLastError();
 }
 

@@ -23,4 +23,10 @@ cudaError_t fill_pattern(void* data, size_t elem_size, int64_t n, uint64_t patte
 // Synchronizes the stream; *out receives the value. `scratch` is 8 bytes of device memory.
 cudaError_t checksum(const void* data, size_t bytes, uint64_t* scratch, uint64_t* out, cudaStream_t stream);
 
+// Evicts L2 by reading all of `flush` (bytes, a multiple of 16, at least 2x the L2): reads,
+// not writes, so that L2 is left holding clean lines and the next kernel does not pay for
+// writing back the flush's own dirty lines (a memset flush cost a 180 us layernorm 3-5% on the
+// H200 against ncu's cache control). Dirty lines of earlier work are written back here.
+cudaError_t evict_l2(const void* flush, size_t bytes, cudaStream_t stream);
+
 }  // namespace kp::worker
