@@ -34,6 +34,7 @@ const std::vector<std::string>& known_actions() {
         "fewer_barriers",        // fewer __syncthreads, warp-level primitives
         "fewer_launches",        // batch, fuse or capture in a CUDA graph
         "remove_copies",         // no host-device copies inside the timed call
+        "remove_fences",         // fence once where ordering is needed, release/acquire flags
         "reduce_divergence",     // uniform control flow within a warp
         "reduce_registers",      // fewer live values, __launch_bounds__, smaller tiles
         "reduce_shared_memory",  // smaller tiles or fewer stages

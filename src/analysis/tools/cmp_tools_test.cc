@@ -200,13 +200,39 @@ TEST(CmpTools, HopperPathUnusedFlagsWgmmaWithoutTma) {
   EXPECT_NE(fs[0].title.find("TMA"), std::string::npos);
 }
 
-TEST(CmpTools, HopperPathUnusedQuietOffHopperAndWhenPipeIdle) {
+TEST(CmpTools, HopperPathUnusedQuietOffHopperAndOnAFewMmasInCudaCoreWork) {
   Evidence ampere = hmma_gemm();
   ampere.device.cc_major = 8;
   EXPECT_TRUE(make_hopper_path_unused()->run(ampere).empty());
-  Evidence idle = hmma_gemm();
-  idle.kernels[0].values["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"] = 6;
-  EXPECT_TRUE(make_hopper_path_unused()->run(idle).empty());
+  // An idle tensor pipe in a kernel whose math is mostly FFMA: the MMAs are not its work.
+  Evidence mostly_fp32 = hmma_gemm();
+  mostly_fp32.kernels[0].values["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"] = 6;
+  mostly_fp32.kernels[0].values["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"] = 4.0e11;
+  EXPECT_TRUE(make_hopper_path_unused()->run(mostly_fp32).empty());
+  // wgmma without TMA and an idle pipe: the loads are not what holds it back.
+  Evidence wgmma_idle = mostly_fp32;
+  wgmma_idle.kernels[0].values.erase("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum");
+  wgmma_idle.sass[0] = sass("gemm_mma", {{"HGMMA", 16}, {"WARPGROUP", 4}, {"LDGSTS", 8}});
+  EXPECT_TRUE(make_hopper_path_unused()->run(wgmma_idle).empty());
+}
+
+TEST(CmpTools, HopperPathUnusedFiresOnAStarvedMmaSyncGemm) {
+  // The flaw suite's WMMA GEMM on the H200: 17.2 G tensor ops in 475 us (3.7% of the BF16
+  // datasheet ceiling), pipe 6.6% busy, little FFMA: TMA-fed wgmma is the fix.
+  Evidence e = hmma_gemm();
+  e.ceilings.tensor_bf16_flops = 990e12;
+  auto& v = e.kernels[0].values;
+  v["gpu__time_duration.sum"] = 475008;
+  v["sm__ops_path_tensor_src_bf16_dst_fp32.sum"] = 17179869184.0;
+  v["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"] = 6.6;
+  v["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"] = 1.0e6;
+  e.roofline->cls = BottleneckClass::kLatencyBound;
+  e.roofline->headroom = 27.4;
+  auto fs = make_hopper_path_unused()->run(e);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].severity, Severity::kWarning);  // not compute-bound
+  const double fraction = 17179869184.0 / 475008e-9 / 990e12;
+  EXPECT_NEAR(fs[0].estimated_gain, std::min(0.8 / fraction, e.roofline->headroom), 0.01);
 }
 
 // ---- special_functions ---------------------------------------------------------------------
@@ -328,6 +354,50 @@ TEST(CmpTools, AtomicsContentionQuietWithoutStallsOrWithOneAtomicPerBlock) {
   Evidence no_stage2 = histogram(25);
   no_stage2.kernels[0].values.erase("smsp__average_warp_latency_per_inst_issued.ratio");
   EXPECT_TRUE(make_atomics_contention()->run(no_stage2).empty());
+}
+
+TEST(CmpTools, AtomicsContentionFiresOnSameAddressQueueingWithoutACollectedReason) {
+  // The flaw suite's row sum by one atomicAdd (REDG) per element on the H200: 81% of the warps
+  // resident, 0.00127 issues per cycle: 10,200 cycles between issues, no warp latency metric.
+  auto k = kernel("row_atomic", 7.17e6);
+  k.values["sm__warps_active.avg.pct_of_peak_sustained_active"] = 81;
+  k.values["smsp__issue_active.avg.per_cycle_active"] = 0.00127;
+  k.values["smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"] = 2364;
+  k.values["smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio"] = 19;
+  Evidence e = one(k, sass("row_atomic", {{"LDG", 1}, {"REDG", 1}}), BottleneckClass::kLatencyBound);
+  auto fs = make_atomics_contention()->run(e);
+  ASSERT_EQ(fs.size(), 1u);
+  expect_valid(fs);
+  EXPECT_EQ(fs[0].severity, Severity::kCritical);
+  const double cpi = 0.81 * 16 / 0.00127;
+  EXPECT_NEAR(fs[0].estimated_gain, cpi / 1000, 1e-6);
+  EXPECT_NE(fs[0].title.find("queue"), std::string::npos);
+  // Its warp-reduced twin: one REDG per warp, 81 cycles between issues, long_scoreboard on the
+  // loads. RED returns nothing, so those stalls are not the atomic's: quiet.
+  auto& v = e.kernels[0].values;
+  v["sm__warps_active.avg.pct_of_peak_sustained_active"] = 73;
+  v["smsp__issue_active.avg.per_cycle_active"] = 0.143;
+  v["smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"] = 71;
+  v["smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio"] = 0;
+  EXPECT_TRUE(make_atomics_contention()->run(e).empty());
+  // The same stalls behind a returning ATOMG are the atomic's.
+  e.sass[0] = sass("row_atomic", {{"LDG", 1}, {"ATOMG", 1}});
+  EXPECT_EQ(make_atomics_contention()->run(e).size(), 1u);
+}
+
+TEST(CmpTools, SpecialFunctionsInAnIssueBoundKernel) {
+  // The special-function flaw: 8 EX2 per element, XU 45%, issue 0.86 (every slot in use).
+  Evidence e = mufu_softmax(44.8);
+  e.kernels[0].values["smsp__issue_active.avg.per_cycle_active"] = 0.855;
+  auto fs = make_special_functions()->run(e);
+  ASSERT_EQ(fs.size(), 1u);
+  expect_valid(fs);
+  EXPECT_EQ(fs[0].severity, Severity::kWarning);
+  EXPECT_NEAR(fs[0].estimated_gain, 1.448, 1e-9);
+  EXPECT_NE(fs[0].title.find("issue-bound"), std::string::npos);
+  // Not issue-bound: XU at 45% is not the limit.
+  e.kernels[0].values["smsp__issue_active.avg.per_cycle_active"] = 0.4;
+  EXPECT_TRUE(make_special_functions()->run(e).empty());
 }
 
 // ---- launch_overhead -----------------------------------------------------------------------

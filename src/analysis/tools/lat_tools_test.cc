@@ -385,6 +385,37 @@ TEST(LatTools, LowIlpQuietWhenOccupancyIsTheProblemOrWarpsAreEligible) {
 
 // --- branch_divergence ---------------------------------------------------------------------
 
+TEST(LatTools, WarpStallsReadsTheUnexplainedStallsAsMembarWhenTheSassFences) {
+  // The fence-per-store flaw on the H200: 96% of the warps resident at 0.158 issues per cycle
+  // are 97 cycles between issues, of which the collected reasons explain 55.
+  Case c;
+  c.k().values["sm__warps_active.avg.pct_of_peak_sustained_active"] = 96;
+  c.k().values["smsp__issue_active.avg.per_cycle_active"] = 0.158;
+  c.k().values["smsp__warps_eligible.avg.per_cycle_active"] = 0.35;
+  c.set_stalls({48.9, 0.04, 0.09, 0.01, 0.0, 3.43, 0.7, 1.21});
+  EXPECT_EQ(fired(c.e), Names{"low_ilp"});  // without fences in the SASS: dependency chains
+  c.e.sass[0].sass.by_opcode["MEMBAR"] = 1;
+  EXPECT_EQ(fired(c.e), Names{"warp_stalls"});
+  auto f = run(make_warp_stalls(), c.e);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].title.find("memory fences"), std::string::npos) << f[0].title;
+  EXPECT_EQ(f[0].actions, std::vector<std::string>{"remove_fences"});
+  const double total = 0.96 * 16 / 0.158, collected = 1 + 48.9 + 0.04 + 0.09 + 0.01 + 3.43 + 0.7 + 1.21;
+  EXPECT_NEAR(f[0].estimated_gain, std::min(1 / (1 - (1 - collected / total)), 5.0), 1e-6);
+  // A 5 us kernel ramps up and drains too much for the identity: no membar reading.
+  c.k().values["gpu__time_duration.sum"] = 5e3;
+  EXPECT_TRUE(run(make_warp_stalls(), c.e).empty());
+}
+
+TEST(LatTools, SmallGridLeavesAFewIdleSmsAlone) {
+  Case c;
+  c.k().grid = {128, 1, 1};  // cuBLAS-style: 4 of 132 SMs idle, 3%
+  c.k().values["gpu__time_duration.sum"] = 26e3;
+  EXPECT_TRUE(run(make_small_grid(), c.e).empty());
+  c.k().grid = {118, 1, 1};  // 14 idle: 10.6%
+  EXPECT_EQ(run(make_small_grid(), c.e).size(), 1u);
+}
+
 TEST(LatTools, BranchDivergenceBelow24Threads) {
   Case c;
   c.k().values["smsp__thread_inst_executed_per_inst_executed.ratio"] = 11.2;

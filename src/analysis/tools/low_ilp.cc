@@ -11,6 +11,12 @@
 //   the top stall reason is wait, short_scoreboard or long_scoreboard, and those three are
 //   >= 50% of the cycles between issues (1 + the collected stall ratios, as warp_stalls.cc):
 //   dependency chains, not throttled queues or barriers.
+// Quiet when memory fences explain the stalls (stalls.h, membar_share: the collected reasons
+// leave >= 30% of the cycles between issues unexplained and the SASS has MEMBAR): a fence after
+// a store makes the next load wait too, and more independent work does not remove the fence
+// (warp_stalls names it). Quiet too when uncoalesced_access or atomics_contention fires on the
+// kernel: a scattered access or a queue of same-address atomics makes each load wait longer,
+// which is their cause to name, not a lack of independent work.
 // Estimated gain: ncu's IssueSlotUtilization bound, 1 / issue activity (one instruction per
 // cycle per scheduler at best), capped by the roofline headroom.
 //
@@ -24,8 +30,13 @@
 #include <string>
 
 #include "analysis/tool.h"
+#include "analysis/tools/stalls.h"
 
 namespace kp::analysis {
+
+std::unique_ptr<Tool> make_uncoalesced_access();
+std::unique_ptr<Tool> make_atomics_contention();
+
 namespace {
 
 constexpr double kMaxIssue = 0.6;
@@ -88,6 +99,11 @@ class LowIlp final : public Tool {
         if (v[i] > v[top]) top = i;
       const double dependency = (v[0] + v[1] + v[2]) / cpi;
       if (top > 2 || dependency < kMinDependencyShare) continue;
+      if (membar_share(e, k)) continue;
+      bool explained = false;
+      for (auto make : {make_uncoalesced_access, make_atomics_contention})
+        for (const auto& g : make()->run(e)) explained = explained || g.kernel == k.name;
+      if (explained) continue;
 
       Finding f;
       f.tool = spec().name;

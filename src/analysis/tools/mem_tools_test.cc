@@ -278,6 +278,35 @@ TEST(MemTools, NarrowLoadsQuietAtFullOccupancy) {
   EXPECT_TRUE(make_narrow_loads()->run(softmax_seed()).empty());  // not collected: no guess
 }
 
+TEST(MemTools, NarrowLoadsLeavesFewWarpsToTheToolThatNamesTheirCause) {
+  // Few warps because shared memory caps the blocks (occupancy_limiter's), or because the grid
+  // leaves SMs idle (small_grid's): more warps is the first fix, not wider loads.
+  Evidence e = few_warps_softmax();
+  e.device.sm_count = 132;
+  e.kernels[0].block = {128, 1, 1};
+  e.kernels[0].grid = {4096, 1, 1};
+  e.sass[0].resources = build::KernelResources{};
+  e.sass[0].resources->registers = 32;
+  ASSERT_EQ(make_narrow_loads()->run(e).size(), 1u);
+  e.sass[0].resources->shared_bytes = 40 * 1024;  // 5 blocks of 4 warps: 31%
+  EXPECT_TRUE(make_narrow_loads()->run(e).empty());
+  e.sass[0].resources->shared_bytes = 0;
+  e.kernels[0].grid = {32, 1, 1};  // 100 SMs idle
+  EXPECT_TRUE(make_narrow_loads()->run(e).empty());
+}
+
+TEST(MemTools, UncoalescedQuietOnBroadcastsAndOnASmallWaste) {
+  // One sector per request with 4 bytes used: a warp reading one address (a broadcast) or one
+  // active lane storing. No address order touches fewer sectors.
+  Evidence e = naive_transpose();
+  auto& v = e.kernels[0].values;
+  v["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"] = v["l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"];
+  v["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] = v["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"];
+  v["smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio"] = 4;
+  v["smsp__sass_average_data_bytes_per_sector_mem_global_op_st.ratio"] = 4;
+  EXPECT_TRUE(make_uncoalesced_access()->run(e).empty());
+}
+
 TEST(MemTools, NarrowLoadsQuietWhenWideUncoalescedOrNotMemoryBound) {
   EXPECT_TRUE(make_narrow_loads()->run(online_softmax()).empty());   // already 128-bit
   EXPECT_TRUE(make_narrow_loads()->run(naive_transpose()).empty());  // uncoalesced stores
@@ -335,8 +364,25 @@ TEST(MemTools, BankConflictsQuietWhenPaddedOrUnmeasured) {
 
 // --- dram_over_ideal --------------------------------------------------------------------------
 
+TEST(MemTools, DramOverIdealLeavesTheExcessToTheToolThatNamesItsCause) {
+  // The softmax seed's second read misses L2: low_l2_hit_rate fires, and names the fix.
+  ASSERT_EQ(make_low_l2_hit_rate()->run(softmax_seed()).size(), 1u);
+  EXPECT_TRUE(make_dram_over_ideal()->run(softmax_seed()).empty());
+  // A kernel that spills: local memory may carry the excess (register_spills names it).
+  Evidence spills = softmax_seed();
+  spills.kernels[0].values.erase("lts__t_sector_hit_rate.pct");
+  ASSERT_TRUE(make_low_l2_hit_rate()->run(spills).empty());
+  ASSERT_FALSE(make_dram_over_ideal()->run(spills).empty());
+  spills.sass[0].sass.local_loads = 4;
+  spills.sass[0].sass.local_stores = 4;
+  EXPECT_TRUE(make_dram_over_ideal()->run(spills).empty());
+}
+
 TEST(MemTools, DramOverIdealFiresOnSoftmaxReadingTwice) {
-  auto fs = make_dram_over_ideal()->run(softmax_seed());
+  // Without the stage-2 L2 hit rate, low_l2_hit_rate cannot say why: the excess is reported.
+  Evidence e = softmax_seed();
+  e.kernels[0].values.erase("lts__t_sector_hit_rate.pct");
+  auto fs = make_dram_over_ideal()->run(e);
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].severity, Severity::kWarning);
   EXPECT_NEAR(fs[0].estimated_gain, 1034251520.0 / 536870912, 0.01);

@@ -17,6 +17,11 @@
 //     bench/results/h200-2026-12-03-flaws), and the fixed twins of seven other flaws, all 32-bit
 //     at full occupancy, had nothing to gain from it. With 16 to 32 warps per SM (fewer is
 //     small_grid's or occupancy_limiter's) each warp's access width decides the bytes in flight;
+//   - those few warps are not capped by a cause another tool names (residency_capped in
+//     occupancy.h: theoretical occupancy < 50%, SMs left without a block, or < 16 warps per SM
+//     from the grid): more warps is the first fix there, and wider accesses would be advice
+//     about the symptom (on the H200, the occupancy_limiter and small_grid flaws' 32-bit kernels
+//     at 28% and 12% of the warps);
 //   - its SASS (SassSummary::global_load_bits, global_store_bits) carries at least
 //     kMinNarrowShare (50%) of its static global access bytes (instruction count x width) in
 //     accesses of 32 bits or less; a kernel already mostly 128-bit is left alone;
@@ -36,6 +41,7 @@
 #include <string>
 
 #include "analysis/tool.h"
+#include "analysis/tools/occupancy.h"
 
 namespace kp::analysis {
 namespace {
@@ -90,7 +96,8 @@ class NarrowLoads final : public Tool {
         !(e.roofline->cls == BottleneckClass::kLatencyBound && memory_roof))
       return {};
     std::vector<Finding> out;
-    for (const auto& k : e.kernels) {
+    for (size_t i = 0; i < e.kernels.size(); ++i) {
+      const auto& k = e.kernels[i];
       const profile::KernelSass* sass = e.sass_for(k);
       if (!sass) continue;
       Widths w;
@@ -105,6 +112,7 @@ class NarrowLoads final : public Tool {
       if (sass->sass.global_stores() > 0 && (!st || *st < kMinCoalescedBytes)) continue;
       auto warps = metric(k, kWarpsActive);
       if (!warps || *warps >= kMaxWarpsActivePct) continue;
+      if (residency_capped(e, i)) continue;
 
       Finding f;
       f.tool = spec().name;

@@ -33,4 +33,30 @@ std::optional<Occupancy> sm90_occupancy(int64_t threads, int regs, int64_t share
   return o;
 }
 
+KernelShape kernel_shape(const Evidence& e, size_t i) {
+  KernelShape s;
+  const profile::KernelSass* sass = i < e.kernels.size() ? e.sass_for(e.kernels[i]) : nullptr;
+  const profile::TraceKernel* tk = e.traced(i);
+  s.regs = sass && sass->resources ? sass->resources->registers : 0;
+  if (s.regs <= 0 && tk) s.regs = tk->registers_per_thread;
+  s.shared = sass && sass->resources ? sass->resources->shared_bytes : (tk ? tk->static_shared_bytes : 0);
+  if (tk) s.shared += tk->dynamic_shared_bytes;
+  s.threads = e.block_threads(i);
+  s.blocks = e.grid_blocks(i);
+  return s;
+}
+
+int sm_count(const Evidence& e) { return e.device.sm_count > 0 ? e.device.sm_count : e.ceilings.sm_count; }
+
+bool residency_capped(const Evidence& e, size_t i) {
+  const KernelShape s = kernel_shape(e, i);
+  if (auto o = sm90_occupancy(s.threads, s.regs, s.shared); o && o->theoretical_pct < kLowTheoreticalOccupancyPct) return true;
+  const int sms = sm_count(e);
+  if (sms <= 0 || s.blocks <= 0 || s.threads <= 0) return false;
+  if (leaves_sms_idle(s.blocks, sms)) return true;
+  if (s.blocks < sms) return false;  // nearly every SM has a block: one wave, full SMs
+  const double warps_per_sm = static_cast<double>(s.blocks) * ((s.threads + kWarpSize - 1) / kWarpSize) / sms;
+  return warps_per_sm < kLowGridWarpsPerSm;
+}
+
 }  // namespace kp::analysis

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "analysis/tool.h"
+
 namespace kp::analysis {
 
 inline constexpr int kSm90MaxWarps = 64;
@@ -30,5 +32,30 @@ inline int sm90_blocks_per_sm(int64_t threads, int regs, int64_t shared) {
   auto o = sm90_occupancy(threads, regs, shared);
   return o ? o->blocks_per_sm : 0;
 }
+
+// What decides kernel i's residency: registers (ptxas' count, else the trace's), shared memory
+// per block (static from ptxas, else the trace, plus the trace's dynamic), block and grid size.
+struct KernelShape {
+  int regs = 0;
+  int64_t shared = 0;
+  int64_t threads = 0;
+  int64_t blocks = 0;
+};
+KernelShape kernel_shape(const Evidence& e, size_t i);
+
+// The SM count of the evidence's device (the calibration's when the device has none); 0 unknown.
+int sm_count(const Evidence& e);
+
+// Whether kernel i's resident warps are capped by a cause that occupancy_limiter or small_grid
+// names: a theoretical occupancy below kLowTheoreticalOccupancyPct (50%), a grid that leaves at least
+// kMinIdleSmShare (10%) of the SMs without a block, or one of fewer than kLowGridWarpsPerSm (16)
+// warps per SM. Tools that reason about what each resident
+// warp does (narrow_loads) stay quiet then: more warps is the first fix.
+inline constexpr double kLowTheoreticalOccupancyPct = 50;
+inline constexpr double kLowGridWarpsPerSm = 16;
+inline constexpr double kMinIdleSmShare = 0.1;
+// Whether a grid of `blocks` leaves at least kMinIdleSmShare of `sms` SMs without a block.
+inline bool leaves_sms_idle(int64_t blocks, int sms) { return sms > 0 && blocks < sms && double(sms - blocks) >= kMinIdleSmShare * sms; }
+bool residency_capped(const Evidence& e, size_t i);
 
 }  // namespace kp::analysis

@@ -22,6 +22,11 @@
 // memory-bound kernel counts too when its achieved occupancy is < 40% and DRAM/L2 is below 80%
 // of its roof: too few loads in flight to saturate memory. Launch- and compute-bound kernels
 // are left alone.
+// Tensor-core kernels (SASS with HMMA, IMMA, HGMMA, ...) are left alone down to
+// kTensorLowTheoreticalPct (12.5%, 8 warps: two per scheduler): they hide latency with the
+// independent MMAs of a tile and a pipeline of loads, not with warps, so that well-built GEMMs
+// run at 1-2 blocks per SM (CUTLASS's sm90 kernels at 12-19%; the WMMA GEMM of the flaw suite
+// at 44% has other problems, which hopper_path_unused names).
 //
 // Estimated gain: latency hiding grows roughly with resident warps up to ~50%, so
 // min(50 / achieved, roofline headroom) for a resource limit, min(theoretical / achieved,
@@ -44,6 +49,7 @@ namespace kp::analysis {
 namespace {
 
 constexpr double kLowTheoreticalPct = 50;
+constexpr double kTensorLowTheoreticalPct = 12.5;
 constexpr double kAchievedGapPoints = 20;
 constexpr double kMemoryLowAchievedPct = 40;
 constexpr double kMemoryRoofFraction = 0.8;
@@ -73,24 +79,23 @@ class OccupancyLimiter final : public Tool {
     const bool memory = e.roofline->cls == BottleneckClass::kMemoryBound;
     if (!latency && !memory) return out;
     if (memory && e.roofline->sol_fraction >= kMemoryRoofFraction) return out;
-    const int sms = e.device.sm_count > 0 ? e.device.sm_count : e.ceilings.sm_count;
+    const int sms = sm_count(e);
 
     for (size_t i = 0; i < e.kernels.size(); ++i) {
       const auto& k = e.kernels[i];
-      const profile::KernelSass* sass = e.sass_for(k);
-      const profile::TraceKernel* tk = e.traced(i);
-      int regs = sass && sass->resources ? sass->resources->registers : 0;
-      if (regs <= 0 && tk) regs = tk->registers_per_thread;
-      int64_t shared = sass && sass->resources ? sass->resources->shared_bytes : (tk ? tk->static_shared_bytes : 0);
-      if (tk) shared += tk->dynamic_shared_bytes;
-      const int64_t threads = e.block_threads(i);
-      const int64_t blocks = e.grid_blocks(i);
+      const KernelShape shape = kernel_shape(e, i);
+      const int regs = shape.regs;
+      const int64_t shared = shape.shared, threads = shape.threads, blocks = shape.blocks;
       auto occ = sm90_occupancy(threads, regs, shared);
       if (!occ) continue;
       const auto achieved = metric(k, "sm__warps_active.avg.pct_of_peak_sustained_active");
       if (!achieved) continue;
       const double headroom = e.roofline->headroom > 1 ? e.roofline->headroom : 1e9;
 
+      const profile::KernelSass* sass = e.sass_for(k);
+      const bool tensor = sass && (sass->sass.count(profile::SassClass::kTensorWarp) > 0 ||
+                                   sass->sass.count(profile::SassClass::kTensorWarpgroup) > 0);
+      if (tensor && occ->theoretical_pct >= kTensorLowTheoreticalPct) continue;
       const bool resource_limited = occ->theoretical_pct < kLowTheoreticalPct;
       const bool full_wave = sms > 0 && blocks >= static_cast<int64_t>(sms) * occ->blocks_per_sm;
       const bool gap = full_wave && *achieved < kTargetOccupancyPct && occ->theoretical_pct - *achieved >= kAchievedGapPoints;

@@ -2,8 +2,10 @@
 //
 // Two cases, both below one full wave (waves >= 1 is tail_effect's):
 //   1. fewer blocks than SMs: blocks < SMs leaves SMs with nothing to run (ncu's
-//      LaunchConfiguration "Small Grid" check, and SOLBottleneck's waves < 1). Gain SMs / blocks,
-//      ncu's estimate (SMs - grid) / SMs of the runtime.
+//      LaunchConfiguration "Small Grid" check, and SOLBottleneck's waves < 1), when at least
+//      kMinIdleSmShare (10%, occupancy.h) of the SMs get no block: 128 blocks on 132 SMs (cuBLAS
+//      picks such grids) leave 3% idle, within the noise of any fix. Gain SMs / blocks, ncu's
+//      estimate (SMs - grid) / SMs of the runtime.
 //   2. enough blocks for every SM but so few warps per SM that latency cannot be hidden:
 //      blocks x warps per block / SMs < 16 warps per SM (25% of Hopper's 64, the occupancy
 //      roofline.h calls low), and the grid below one wave (blocks < SMs x blocks per SM, the
@@ -27,7 +29,7 @@ namespace kp::analysis {
 namespace {
 
 constexpr double kMinKernelSeconds = 10e-6;
-constexpr double kLowWarpsPerSm = 16;  // 25% of 64
+constexpr double kLowWarpsPerSm = kLowGridWarpsPerSm;  // 25% of 64
 constexpr double kSaturatedRoof = 0.8;
 
 
@@ -50,7 +52,7 @@ class SmallGrid final : public Tool {
     std::vector<Finding> out;
     if (!e.roofline || e.roofline->cls == BottleneckClass::kLaunchBound) return out;
     if (e.roofline->cls == BottleneckClass::kMemoryBound && e.roofline->sol_fraction >= kSaturatedRoof) return out;
-    const int sms = e.device.sm_count > 0 ? e.device.sm_count : e.ceilings.sm_count;
+    const int sms = sm_count(e);
     if (sms <= 0) return out;
     const double headroom = e.roofline->headroom > 1 ? e.roofline->headroom : 1e9;
 
@@ -68,6 +70,7 @@ class SmallGrid final : public Tool {
       f.tool = spec().name;
       f.kernel = k.name;
       f.evidence.push_back(context("kernel duration", seconds * 1e6, "us"));
+      if (blocks < sms && !leaves_sms_idle(blocks, sms)) continue;
       if (blocks < sms) {
         f.severity = blocks * 2 <= sms ? Severity::kCritical : Severity::kWarning;
         f.estimated_gain = std::clamp(static_cast<double>(sms) / static_cast<double>(blocks), 1.0, headroom);
@@ -82,11 +85,8 @@ class SmallGrid final : public Tool {
         const double warps_per_block = std::ceil(static_cast<double>(threads) / 32);
         const double warps_per_sm = static_cast<double>(blocks) * warps_per_block / sms;
         if (warps_per_sm >= kLowWarpsPerSm) continue;
-        const profile::KernelSass* sass = e.sass_for(k);
-        int regs = sass && sass->resources ? sass->resources->registers : (tk ? tk->registers_per_thread : 0);
-        int64_t shared = sass && sass->resources ? sass->resources->shared_bytes : (tk ? tk->static_shared_bytes : 0);
-        if (tk) shared += tk->dynamic_shared_bytes;
-        const int per_sm = sm90_blocks_per_sm(threads, regs, shared);
+        const KernelShape shape = kernel_shape(e, i);
+        const int per_sm = sm90_blocks_per_sm(threads, shape.regs, shape.shared);
         // Resources that already cap the SM at this many warps make it occupancy_limiter's case.
         if (per_sm > 0 && blocks >= static_cast<int64_t>(sms) * per_sm) continue;
         f.severity = Severity::kWarning;

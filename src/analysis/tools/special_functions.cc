@@ -26,6 +26,9 @@ namespace {
 constexpr double kHighPct = 60;      // ncu HighPipeUtilization: high
 constexpr double kVeryHighPct = 80;  // ncu HighPipeUtilization: very high, likely the bottleneck
 constexpr double kMaxGain = 4;
+constexpr double kIssueBound = 0.8;
+constexpr double kIssueBoundXuPct = 30;
+constexpr const char* kIssue = "smsp__issue_active.avg.per_cycle_active";
 
 constexpr const char* kXu = "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active";
 
@@ -54,7 +57,9 @@ class SpecialFunctions final : public Tool {
     for (const auto& k : e.kernels) {
       const profile::KernelSass* ks = e.sass_for(k);
       auto xu = metric(k, kXu);
-      if (!ks || !xu || *xu < kHighPct) continue;
+      auto issue = metric(k, kIssue);
+      const bool issue_bound = issue && *issue >= kIssueBound && xu && *xu >= kIssueBoundXuPct && *xu < kHighPct;
+      if (!ks || !xu || (*xu < kHighPct && !issue_bound)) continue;
       int64_t mufu = 0;
       std::string mix;
       for (const auto& [fn, n] : ks->sass.mufu) {
@@ -67,7 +72,12 @@ class SpecialFunctions final : public Tool {
       f.tool = spec().name;
       f.kernel = k.name;
       f.severity = *xu >= kVeryHighPct ? Severity::kCritical : Severity::kWarning;
-      f.evidence.push_back(evidence(kXu, *xu, ">=", *xu >= kVeryHighPct ? kVeryHighPct : kHighPct, "%"));
+      if (issue_bound) {
+        f.evidence.push_back(evidence(kXu, *xu, ">=", kIssueBoundXuPct, "%"));
+        f.evidence.push_back(evidence(kIssue, *issue, ">=", kIssueBound));
+      } else {
+        f.evidence.push_back(evidence(kXu, *xu, ">=", *xu >= kVeryHighPct ? kVeryHighPct : kHighPct, "%"));
+      }
       f.evidence.push_back(context("MUFU instructions in SASS", static_cast<double>(mufu)));
       double other = 0;
       for (const char* m : {"sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active",
@@ -78,7 +88,8 @@ class SpecialFunctions final : public Tool {
           other = std::max(other, *v);
           f.evidence.push_back(context(m, *v, "%"));
         }
-      if (other > 0) f.estimated_gain = std::clamp(*xu / other, 1.0, kMaxGain);
+      if (issue_bound) f.estimated_gain = 1 + *xu / 100;
+      else if (other > 0) f.estimated_gain = std::clamp(*xu / other, 1.0, kMaxGain);
 
       auto has = [&](const char* fn) { return ks->sass.mufu.count(fn) > 0; };
       std::string g = "The XU pipe runs at a quarter of the FMA rate; cut the MUFU work per element.";
@@ -93,7 +104,11 @@ class SpecialFunctions final : public Tool {
       if (has("TANH")) g += " tanh: tanh.approx (one MUFU.TANH) already; fold the GELU-style polynomial into FMAs.";
       g += " --use_fast_math does the intrinsic swaps everywhere if the task's tolerance allows (about 2 ulp).";
       f.guidance = g;
-      f.title = "special-function unit " + std::to_string(static_cast<int>(*xu + 0.5)) + "% busy (MUFU: " + mix + ")";
+      if (issue_bound)
+        f.title = "special functions in an issue-bound kernel: XU " + std::to_string(static_cast<int>(*xu + 0.5)) +
+                  "% busy with every issue slot in use (MUFU: " + mix + ")";
+      else
+        f.title = "special-function unit " + std::to_string(static_cast<int>(*xu + 0.5)) + "% busy (MUFU: " + mix + ")";
       f.actions = {"reduce_special_functions"};
       out.push_back(std::move(f));
     }

@@ -52,19 +52,14 @@ class TailEffect final : public Tool {
     if (!e.roofline) return out;
     if (e.roofline->cls != BottleneckClass::kLatencyBound && e.roofline->cls != BottleneckClass::kComputeBound) return out;
     const bool sm90 = e.device.cc_major == 9 || (e.device.cc_major == 0 && e.ceilings.cc_major == 9);
-    const int sms = e.device.sm_count > 0 ? e.device.sm_count : e.ceilings.sm_count;
+    const int sms = sm_count(e);
     if (!sm90 || sms <= 0) return out;
 
     for (size_t i = 0; i < e.kernels.size(); ++i) {
       const auto& k = e.kernels[i];
-      const profile::KernelSass* sass = e.sass_for(k);
-      const profile::TraceKernel* tk = e.traced(i);
-      int regs = sass && sass->resources ? sass->resources->registers : 0;
-      if (regs <= 0 && tk) regs = tk->registers_per_thread;
-      int64_t shared = sass && sass->resources ? sass->resources->shared_bytes : (tk ? tk->static_shared_bytes : 0);
-      if (tk) shared += tk->dynamic_shared_bytes;
-      const int64_t threads = e.block_threads(i);
-      const int64_t blocks = e.grid_blocks(i);
+      const KernelShape shape = kernel_shape(e, i);
+      const int regs = shape.regs;
+      const int64_t shared = shape.shared, threads = shape.threads, blocks = shape.blocks;
       const int per_sm = sm90_blocks_per_sm(threads, regs, shared);
       if (per_sm <= 0 || blocks <= 0) continue;
 

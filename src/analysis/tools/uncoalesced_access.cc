@@ -11,10 +11,16 @@
 // width is the widest SASS global access of that direction (32-bit without SASS).
 // A direction fires when either
 //   (a) bytes used per sector < kMinBytesPerSector (16 of 32: at least half of every sector
-//       fetched is wasted), or
+//       fetched is wasted) and a request touches more sectors than a coalesced one would
+//       (sectors per request > ideal): a warp whose lanes all read one address, or whose
+//       single active lane stores one value, touches one sector per request and uses 4 bytes of
+//       it, which no reordering of addresses improves (the tail-effect flaw's fixed twin reads
+//       one float per warp that way: 1 sector per request, 4 bytes used), or
 //   (b) sectors per request > kExcessFactor (2) x that ideal while bytes per sector < 32;
 // and it carries at least kMinSectorShare (5%) of the kernel's global sectors (a last-lane
-// store of one value per row is not worth reporting). Only memory- or latency-bound calls
+// store of one value per row is not worth reporting); and the wasted share of all the
+// kernel's global sectors (w below) is at least kMinWastedShare (10%): the WMMA GEMM's
+// 16-bit epilogue stores waste 4% of its sectors, a 1.05x gain at best. Only memory- or latency-bound calls
 // (the stage-2 classes; quiet on other classes when the roofline is known).
 // Estimated gain: the wasted share of global sectors w = sum(sectors x (1 - used / 32)) /
 // sum(sectors) removed from the memory part m of the time: 1 / ((1 - m) + m (1 - w)), with
@@ -39,6 +45,7 @@ constexpr double kMinBytesPerSector = 16;
 constexpr double kFullSector = 32;
 constexpr double kExcessFactor = 2;
 constexpr double kMinSectorShare = 0.05;
+constexpr double kMinWastedShare = 0.10;
 constexpr double kCriticalBytesPerSector = 8;
 
 struct Direction {
@@ -113,7 +120,7 @@ class UncoalescedAccess final : public Tool {
       std::string which;
       for (const Seen& s : seen) {
         const double per_request = s.sectors / s.requests;
-        const bool sparse = s.used < kMinBytesPerSector;
+        const bool sparse = s.used < kMinBytesPerSector && per_request > s.ideal;
         const bool scattered = per_request > kExcessFactor * s.ideal && s.used < kFullSector;
         if (!(sparse || scattered) || s.sectors < kMinSectorShare * all_sectors) continue;
         const std::string dir = s.d->name;
@@ -133,6 +140,7 @@ class UncoalescedAccess final : public Tool {
       }
       if (which.empty()) continue;
       const double w = wasted / all_sectors;
+      if (w < kMinWastedShare) continue;
       f.evidence.push_back(context("wasted share of global sectors", w));
       f.estimated_gain = std::max(1.0, 1 / ((1 - memory_share) + memory_share * (1 - w)));
       f.severity = worst_used <= kCriticalBytesPerSector && memory_share == 1.0 ? Severity::kCritical

@@ -13,7 +13,14 @@
 // eligible warps, not a problem). The dependency stalls (long_scoreboard, short_scoreboard,
 // wait) are left out too when a tool with the cause fires on the same kernel: low_ilp (enough
 // warps, each waiting on its own results), occupancy_limiter or small_grid (too few warps to
-// hide the latency); the stall is then their symptom. Estimated gain 1 / (1 - share of the
+// hide the latency), hopper_path_unused (a mma.sync kernel that waits on its synchronous tile
+// loads, which TMA into a multi-stage ring overlaps); the stall is then their symptom. lg_throttle and long_scoreboard are left
+// out when uncoalesced_access fires on the kernel: a scattered access splits into many sectors
+// that fill the LSU queue and lengthen each load (the uncoalesced flaw: lg_throttle 31%).
+// Memory fences: the Range Profiler does not collect the membar reason; when the collected
+// reasons leave >= 30% of the cycles between issues unexplained and the SASS has MEMBAR
+// (stalls.h, membar_share), membar is reported with that share, and the dependency reasons
+// are left out (a fence after a store makes the next load wait as well). Estimated gain 1 / (1 - share of the
 // reasons reported), ncu's speedup, capped by the roofline headroom.
 //
 // Worked example: long_scoreboard 6.1, short 0.2, mio 0.3, lg 0.1, barrier 0.2, wait 0.9, math
@@ -22,16 +29,21 @@
 // or a 20-point gap; no low_ilp, which wants >= 50%): "warps wait on global memory"; gain 1 / (1 - 0.69) = 3.2x, capped by the headroom.
 #include <algorithm>
 #include <array>
+#include <initializer_list>
+#include <optional>
 #include <memory>
 #include <string>
 
 #include "analysis/tool.h"
+#include "analysis/tools/stalls.h"
 
 namespace kp::analysis {
 
 std::unique_ptr<Tool> make_low_ilp();
 std::unique_ptr<Tool> make_occupancy_limiter();
 std::unique_ptr<Tool> make_small_grid();
+std::unique_ptr<Tool> make_uncoalesced_access();
+std::unique_ptr<Tool> make_hopper_path_unused();
 
 namespace {
 
@@ -54,6 +66,7 @@ constexpr std::array<Reason, 8> kReasons{{
 }};
 
 bool is_dependency(std::string_view r) { return r == "wait" || r == "short_scoreboard" || r == "long_scoreboard"; }
+bool is_lsu_symptom(std::string_view r) { return r == "lg_throttle" || r == "long_scoreboard"; }
 
 struct Guidance {
   std::string text;
@@ -93,13 +106,19 @@ Guidance guidance_for(std::string_view reason, const profile::KernelSass* sass) 
           {"increase_ilp", "increase_occupancy"}};
 }
 
-// Whether a tool that names the cause of dependency stalls fires on the kernel `name`.
-bool explained_elsewhere(const Evidence& e, const std::string& name) {
-  for (auto make : {make_low_ilp, make_occupancy_limiter, make_small_grid})
+// Whether one of the tools made by `makers` fires on the kernel `name`.
+bool fires_on(const Evidence& e, const std::string& name, std::initializer_list<std::unique_ptr<Tool> (*)()> makers) {
+  for (auto make : makers)
     for (const auto& f : make()->run(e))
       if (f.kernel == name) return true;
   return false;
 }
+
+constexpr const char* kMembarGuidance =
+    "Warps wait for memory fences (MEMBAR: __threadfence, fence.acq_rel, atomics with a memory order): each "
+    "fence waits until every earlier store of the thread is visible GPU-wide. Fence once where the ordering is "
+    "needed (once per block before publishing a flag, not after every store), use a release store or "
+    "atom.release for the flag itself, and drop fences that order nothing.";
 
 class WarpStalls final : public Tool {
  public:
@@ -142,26 +161,43 @@ class WarpStalls final : public Tool {
         if (n == "barrier" || n == "not_selected") continue;
         if (v[r] / cpi >= kStallShare) hits.push_back(r);
       }
+      const std::optional<double> membar = membar_share(e, k);
       if (std::any_of(hits.begin(), hits.end(), [](size_t r) { return is_dependency(kReasons[r].name); }) &&
-          explained_elsewhere(e, k.name))
+          (membar || fires_on(e, k.name, {make_low_ilp, make_occupancy_limiter, make_small_grid, make_hopper_path_unused})))
         std::erase_if(hits, [](size_t r) { return is_dependency(kReasons[r].name); });
-      if (hits.empty()) continue;
+      if (std::any_of(hits.begin(), hits.end(), [](size_t r) { return is_lsu_symptom(kReasons[r].name); }) &&
+          fires_on(e, k.name, {make_uncoalesced_access}))
+        std::erase_if(hits, [](size_t r) { return is_lsu_symptom(kReasons[r].name); });
+      if (hits.empty() && !membar) continue;
       std::sort(hits.begin(), hits.end(), [&](size_t a, size_t b) { return v[a] > v[b]; });
 
       Finding f;
       f.tool = spec().name;
       f.kernel = k.name;
-      double share = 0;
-      for (size_t r : hits) share += v[r] / cpi;
+      double share = membar.value_or(0);
+      for (size_t r : hits) share += v[r] / cpi * (membar ? 1 - *membar : 1);  // shares of the whole then
       share = std::min(share, 0.95);
       f.severity = share >= 0.5 ? Severity::kCritical : Severity::kWarning;
       f.estimated_gain = 1 / (1 - share);
       if (e.roofline->headroom > 1) f.estimated_gain = std::min(f.estimated_gain, e.roofline->headroom);
-      f.title = "Warps stall mostly on " + std::string(kReasons[hits[0]].name) + " (" +
-                std::to_string(static_cast<int>(100 * v[hits[0]] / cpi)) + "% of the cycles between issues)";
+      const profile::KernelSass* sass = e.sass_for(k);
+      const bool membar_top = membar && (hits.empty() || *membar >= v[hits[0]] / cpi * (1 - *membar));
+      if (membar_top)
+        f.title = "Warps stall mostly on memory fences (membar, about " + std::to_string(static_cast<int>(100 * *membar)) +
+                  "% of the cycles between issues)";
+      else
+        f.title = "Warps stall mostly on " + std::string(kReasons[hits[0]].name) + " (" +
+                  std::to_string(static_cast<int>(100 * v[hits[0]] / cpi)) + "% of the cycles between issues)";
       f.evidence.push_back(context("cycles between issues (1 + collected stalls)", cpi));
       f.evidence.push_back(evidence("smsp__issue_active.avg.per_cycle_active", *issue, "<", kMaxIssueActive));
-      const profile::KernelSass* sass = e.sass_for(k);
+      if (membar) {
+        const StallCycles sc = stall_cycles(k);
+        f.evidence.push_back(context("cycles between issues (warps per scheduler / issue activity)", sc.total.value_or(0)));
+        f.evidence.push_back(evidence("share unexplained by the collected reasons (membar: SASS has MEMBAR)",
+                                      100 * *membar, ">=", 100 * kUnexplainedShare, "%"));
+        f.guidance = kMembarGuidance;
+        f.actions = {"remove_fences"};
+      }
       for (size_t r : hits) {
         f.evidence.push_back(evidence(std::string(kReasons[r].name) + " share of stall cycles", 100 * v[r] / cpi, ">=",
                                       100 * kStallShare, "%"));
