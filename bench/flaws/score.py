@@ -9,6 +9,10 @@ The same for ncu: a flaw counts as named by ncu when any of its expected ncu_rul
 flawed variant and none of them on the fixed twin. Flaws with an empty ncu_rules (ncu has no rule
 for them) count as not named by ncu.
 "Named correctly" (kernelpro): the expected tool fires on flawed.cu and not on fixed.cu.
+A fixed twin that is, by construction, another flaw's flawed kernel says so in its
+expected.toml: fixed_carries = ["hopper_path_unused"] (13's fixed WMMA GEMM is 14's flawed.cu,
+the same source). That tool firing there is neither a false nor a true positive: it is listed
+as "(carried)" and left out of its precision.
 
 Usage: score.py RESULTS.jsonl [--flaws-dir bench/flaws]
 """
@@ -28,9 +32,11 @@ def read_expected(flaws_dir):
         text = open(path).read()
         tool = re.search(r'^flaw\s*=\s*"([^"]+)"', text, re.M)
         rules = re.search(r"^ncu_rules\s*=\s*\[([^\]]*)\]", text, re.M)
+        carries = re.search(r"^fixed_carries\s*=\s*\[([^\]]*)\]", text, re.M)
         out[name] = {
             "tool": tool.group(1) if tool else "",
             "ncu_rules": re.findall(r'"([^"]+)"', rules.group(1)) if rules else [],
+            "fixed_carries": re.findall(r'"([^"]+)"', carries.group(1)) if carries else [],
         }
     return out
 
@@ -60,8 +66,11 @@ def score(expected, runs, out=sys.stdout):
         own = [f for f in flaws if expected[f]["tool"] == tool]
         hits = sum(tool in runs[(f, "flawed")].get("kp_tools", []) for f in own)
         fired = [(f, v) for (f, v), r in runs.items() if f in flaws and tool in r.get("kp_tools", [])]
+        carried = [(f, v) for f, v in fired if v == "fixed" and tool in expected[f]["fixed_carries"]]
+        fired = [x for x in fired if x not in carried]
         true_pos = [(f, v) for f, v in fired if v == "flawed" and expected[f]["tool"] == tool]
         false_pos = [f"{f}/{v}" for f, v in fired if (f, v) not in true_pos]
+        false_pos += [f"({f}/{v} carried)" for f, v in carried]
         precision = f"{len(true_pos)}/{len(fired)}" if fired else "-"
         per_tool[tool] = (hits, len(own), len(true_pos), len(fired))
         p(f"{tool:22} {hits}/{len(own):<4} {precision:>9}  {', '.join(false_pos)}")

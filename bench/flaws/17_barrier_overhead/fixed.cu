@@ -1,4 +1,4 @@
-// Fixed: the barrier removed from the loop; only the tree reduction synchronizes.
+// Fixed: the same loop without the barrier: loads of later steps overlap the FMA chains.
 #include <kernelpro/kp_abi.h>
 #include <kernelpro/kp_check.h>
 
@@ -8,15 +8,27 @@
 
 namespace {
 
-__global__ void k(const float* __restrict__ x, float* __restrict__ y, int64_t cols) {
-  __shared__ float s[256];
+constexpr int kThreads = 1024;
+
+// h(v): the 64-step chain a = a / 2 + v (2v within rounding).
+__device__ __forceinline__ float h(float v) {
   float a = 0.0f;
-  for (int64_t j = threadIdx.x; j < cols; j += 256) {
-    a += x[blockIdx.x * cols + j];
+#pragma unroll
+  for (int k = 0; k < 64; ++k) a = fmaf(a, 0.5f, v);
+  return a;
+}
+
+__global__ void __launch_bounds__(kThreads) k(const float4* __restrict__ x, float* __restrict__ y, int64_t cols4) {
+  __shared__ float s[kThreads];
+  float a = 0.0f;
+#pragma unroll 2
+  for (int64_t j = threadIdx.x; j < cols4; j += kThreads) {
+    const float4 v = x[blockIdx.x * cols4 + j];
+    a += (h(v.x) + h(v.y)) + (h(v.z) + h(v.w));
   }
   s[threadIdx.x] = a;
   __syncthreads();
-  for (int o = 128; o > 0; o >>= 1) {
+  for (int o = kThreads / 2; o > 0; o >>= 1) {
     if (threadIdx.x < o) s[threadIdx.x] += s[threadIdx.x + o];
     __syncthreads();
   }
@@ -31,10 +43,10 @@ KP_EXPORT int kp_run(kp_args* args) {
   const kp_tensor& x = args->inputs[0];
   const int64_t rows = x.shape[0], cols = x.shape[1];
   if (int rc = kp_expect_shape(args, WHO, args->outputs[0], "y", {rows})) return rc;
-  if (cols % 256) return kp_fail(args, KP_ERR_UNSUPPORTED_SHAPE, "cols must be a multiple of 256");
-  const float* xp = static_cast<const float*>(x.data);
+  if (cols % (4 * kThreads)) return kp_fail(args, KP_ERR_UNSUPPORTED_SHAPE, "cols must be a multiple of 4096");
+  const float4* xp = static_cast<const float4*>(x.data);
   float* yp = static_cast<float*>(args->outputs[0].data);
   cudaStream_t st = (cudaStream_t)args->stream;
-  k<<<(unsigned)rows, 256, 0, st>>>(xp, yp, cols);
+  k<<<(unsigned)rows, kThreads, 0, st>>>(xp, yp, cols / 4);
   return kp_check_launch(args, WHO);
 }

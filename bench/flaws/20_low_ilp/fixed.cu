@@ -1,4 +1,5 @@
-// Fixed: eight accumulators (one per k & 7), summed at the end.
+// Fixed: the same four chains, stepped together: four independent loads in flight per warp.
+// Each chain's sum is taken in the same order, so the result is bit for bit the flawed one's.
 #include <kernelpro/kp_abi.h>
 #include <kernelpro/kp_check.h>
 
@@ -8,30 +9,58 @@
 
 namespace {
 
-constexpr int kK = 32768;
-__global__ void k(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
-  const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  const float v = rintf(x[i] * 16.0f);  // an integer: every partial sum below is exact in fp32
-  float a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int k = 0; k < kK; k += 8) {
+constexpr int kChains = 4;   // chains per warp
+constexpr int kSteps = 64;   // dependent loads per chain
+constexpr int kRowFloats = 8;  // a row is one 32-byte sector; lane l reads float l % 8 of it
+
+// The first row of chain c of warp w, and the row after p: a hash of the value lane 0 read
+// (warp-uniform, so every lane of the warp reads the same sector: coalesced, one sector per
+// request).
+__device__ __forceinline__ uint32_t first_row(uint64_t w, int c, uint32_t mask) {
+  return (uint32_t)((w * kChains + c) * 2654435761ull) & mask;
+}
+__device__ __forceinline__ uint32_t next_row(uint32_t p, float v, uint32_t mask) {
+  const uint32_t u = __shfl_sync(0xffffffffu, __float_as_uint(v), 0);
+  return (u ^ (p * 2654435761u)) & mask;
+}
+
+__global__ void k(const float* __restrict__ x, float* __restrict__ y, uint32_t mask) {
+  const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const uint64_t w = t / 32;
+  const int lane = (int)(threadIdx.x & 31);
+  uint32_t p[kChains];
+  float acc[kChains];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) a[j] = fmaf(v, (float)(j + 1), a[j]);  // eight independent chains
+  for (int c = 0; c < kChains; ++c) {
+    p[c] = first_row(w, c, mask);
+    acc[c] = 0.0f;
   }
-  y[i] = (((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))) * 0.0625f;
+  for (int s = 0; s < kSteps; ++s) {
+    float v[kChains];
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) v[c] = x[(uint64_t)p[c] * kRowFloats + (lane % kRowFloats)];
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) {
+      acc[c] += v[c];
+      p[c] = next_row(p[c], v[c], mask);
+    }
+  }
+  y[t] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
 }  // namespace
 
 KP_EXPORT int kp_run(kp_args* args) {
-  if (int rc = kp_expect_tensors(args, "flaw_low_ilp", {{"x", KP_FP32, 1, 1}}, {{"y", KP_FP32, 1, 1}})) return rc;
+  static const char* WHO = "flaw_low_ilp";
+  if (int rc = kp_expect_tensors(args, WHO, {{"x", KP_FP32, 1, 1}}, {{"y", KP_FP32, 1, 1}})) return rc;
   const kp_tensor& x = args->inputs[0];
   const kp_tensor& y = args->outputs[0];
-  if (int rc = kp_expect_same_shape(args, "flaw_low_ilp", y, "y", x, "x")) return rc;
-  const int64_t n = kp_numel(x);
-  const float* xp = static_cast<const float*>(x.data);
-  float* yp = static_cast<float*>(y.data);
+  const int64_t rows = kp_numel(x) / kRowFloats, threads = kp_numel(y);
+  if (rows <= 0 || (rows & (rows - 1)) || rows * kRowFloats != kp_numel(x))
+    return kp_fail(args, KP_ERR_UNSUPPORTED_SHAPE, "x must hold a power of two times 8 floats");
+  if (threads % 256) return kp_fail(args, KP_ERR_UNSUPPORTED_SHAPE, "y's length must be a multiple of 256");
   cudaStream_t st = (cudaStream_t)args->stream;
-  k<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(xp, yp, n);
-  return kp_check_launch(args, "flaw_low_ilp");
+  k<<<(unsigned)(threads / 256), 256, 0, st>>>(static_cast<const float*>(x.data), static_cast<float*>(y.data),
+                                                   (uint32_t)(rows - 1));
+  return kp_check_launch(args, WHO);
 }
