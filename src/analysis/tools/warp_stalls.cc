@@ -14,7 +14,8 @@
 // wait) are left out too when a tool with the cause fires on the same kernel: low_ilp (enough
 // warps, each waiting on its own results), occupancy_limiter or small_grid (too few warps to
 // hide the latency), hopper_path_unused (a mma.sync kernel that waits on its synchronous tile
-// loads, which TMA into a multi-stage ring overlaps); the stall is then their symptom. lg_throttle and long_scoreboard are left
+// loads, which TMA into a multi-stage ring overlaps), atomics_contention (warps queued on
+// same-address atomics); the stall is then their symptom. lg_throttle and long_scoreboard are left
 // out when uncoalesced_access fires on the kernel: a scattered access splits into many sectors
 // that fill the LSU queue and lengthen each load (the uncoalesced flaw: lg_throttle 31%).
 // Memory fences: the Range Profiler does not collect the membar reason; when the collected
@@ -44,6 +45,7 @@ std::unique_ptr<Tool> make_occupancy_limiter();
 std::unique_ptr<Tool> make_small_grid();
 std::unique_ptr<Tool> make_uncoalesced_access();
 std::unique_ptr<Tool> make_hopper_path_unused();
+std::unique_ptr<Tool> make_atomics_contention();
 
 namespace {
 
@@ -163,7 +165,8 @@ class WarpStalls final : public Tool {
       }
       const std::optional<double> membar = membar_share(e, k);
       if (std::any_of(hits.begin(), hits.end(), [](size_t r) { return is_dependency(kReasons[r].name); }) &&
-          (membar || fires_on(e, k.name, {make_low_ilp, make_occupancy_limiter, make_small_grid, make_hopper_path_unused})))
+          (membar || fires_on(e, k.name, {make_low_ilp, make_occupancy_limiter, make_small_grid, make_hopper_path_unused,
+                                                   make_atomics_contention})))
         std::erase_if(hits, [](size_t r) { return is_dependency(kReasons[r].name); });
       if (std::any_of(hits.begin(), hits.end(), [](size_t r) { return is_lsu_symptom(kReasons[r].name); }) &&
           fires_on(e, k.name, {make_uncoalesced_access}))
