@@ -16,12 +16,15 @@
 // cycles between issues; barrier share 3.1 / 6.0 = 52% >= 25%: gain 1 / (1 - 0.52) = 2.1x.
 // Reduce within each warp with __shfl_xor_sync (no barrier), then one barrier to combine the
 // warp results.
+// Kernels shorter than kMinStallKernelSeconds (10 us, stalls.h) are left alone: their ramp-up
+// and drain weigh on every stall average.
 #include <algorithm>
 #include <array>
 #include <memory>
 #include <string>
 
 #include "analysis/tool.h"
+#include "analysis/tools/stalls.h"
 
 namespace kp::analysis {
 namespace {
@@ -68,6 +71,7 @@ class BarrierOverhead final : public Tool {
       const auto& k = e.kernels[i];
       const auto barrier = metric(k, kBarrier);
       const auto issue = metric(k, "smsp__issue_active.avg.per_cycle_active");
+      if (k.get_or("gpu__time_duration.sum", 0) * 1e-9 < kMinStallKernelSeconds) continue;  // stalls.h
       if (!barrier || !issue || *issue >= kMaxIssueActive) continue;
       double cpi = 1 + std::max(0.0, *barrier);
       int present = 1;

@@ -327,6 +327,14 @@ TEST(CmpTools, Fp32UnfusedQuietWhenFusedOrUnimportantOrAddOnly) {
   EXPECT_TRUE(make_fp32_unfused()->run(unfused(0, 3e9, 0, 65e3)).empty());              // reduction: adds only
 }
 
+TEST(CmpTools, Fp32UnfusedQuietWhenPtxasFusedMostOfTheCode) {
+  // The special-function flaw: accurate expf keeps exact FMUL/FADD pairs in its range reduction
+  // while ptxas fused the rest (67% of the SASS FP32 is FFMA): the pairs are deliberate.
+  Evidence e = unfused(1e9, 1e9, 0.5e9, 65e3);
+  e.sass[0] = sass("poly", {{"FMUL", 8}, {"FADD", 8}, {"FFMA", 33}});
+  EXPECT_TRUE(make_fp32_unfused()->run(e).empty());
+}
+
 // ---- atomics_contention --------------------------------------------------------------------
 
 Evidence histogram(double long_sb) {

@@ -11,6 +11,9 @@
 //   the top stall reason is wait, short_scoreboard or long_scoreboard, and those three are
 //   >= 50% of the cycles between issues (1 + the collected stall ratios, as warp_stalls.cc):
 //   dependency chains, not throttled queues or barriers.
+// Only kernels of >= kMinStallKernelSeconds (10 us, stalls.h): in shorter ones the ramp-up and
+// drain of the grid weigh on every stall and eligibility average (the launch-overhead flaw's
+// fused 8.7 us elementwise kernel reads 0.4 eligible warps).
 // Quiet when memory fences explain the stalls (stalls.h, membar_share: the collected reasons
 // leave >= 30% of the cycles between issues unexplained and the SASS has MEMBAR): a fence after
 // a store makes the next load wait too, and more independent work does not remove the fence
@@ -82,6 +85,7 @@ class LowIlp final : public Tool {
       const auto eligible = metric(k, "smsp__warps_eligible.avg.per_cycle_active");
       const auto achieved = metric(k, "sm__warps_active.avg.pct_of_peak_sustained_active");
       if (!issue || !eligible || !achieved) continue;
+      if (k.get_or("gpu__time_duration.sum", 0) * 1e-9 < kMinStallKernelSeconds) continue;
       if (*issue >= kMaxIssue || *eligible >= kMaxEligible || *achieved < kMinAchievedPct) continue;
       std::array<double, kStalls.size()> v{};
       int present = 0;

@@ -15,7 +15,8 @@
 //     as info, with that caveat.
 //   - operands are re-read as a matrix product re-reads them: warp-level loads (global load
 //     requests l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum plus shared loads
-//     smsp__sass_inst_executed_op_shared_ld.sum) per warp-level FFMA/HFMA (thread count / 32)
+//     smsp__sass_inst_executed_op_shared_ld.sum) per warp-level multiply-add (FFMA/HFMA, plus
+//     min(FMUL, FADD) and min(HMUL, HADD): uncontracted pairs; thread count / 32)
 //     at least kMinLoadsPerFma (1/64). A GEMM, even 16x16 register-blocked with 128-bit shared
 //     loads, loads one operand vector per 32 FMAs; a polynomial or an unrolled recurrence per
 //     element loads once per hundreds (H200 flaw suite: 0.001-0.004 on the polynomial kernels
@@ -83,7 +84,9 @@ class TensorCoresUnused final : public Tool {
       if (flops <= 0) continue;
       auto gld = metric(k, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum");
       auto sld = metric(k, "smsp__sass_inst_executed_op_shared_ld.sum");
-      const double fma_warp = (*ffma + hfma) / 32;
+      // Multiply-adds, fused or not: an FMUL feeding an FADD is a multiply-add that was not
+      // contracted (fp32_unfused's flaw), and counts as one here, as a matrix product's would.
+      const double fma_warp = (*ffma + hfma + std::min(*fmul, *fadd) + std::min(hmul, hadd)) / 32;
       std::optional<double> reuse;
       if (gld && sld && fma_warp > 0) {
         reuse = (*gld + *sld) / fma_warp;

@@ -28,6 +28,8 @@
 // 0.0, not_selected 0.1 -> cycles per issue 1 + 7.9 = 8.9; long_scoreboard is 6.1 / 8.9 = 69%
 // >= 30% at achieved occupancy 40% of a theoretical 50% (no occupancy_limiter, which wants < 50%
 // or a 20-point gap; no low_ilp, which wants >= 50%): "warps wait on global memory"; gain 1 / (1 - 0.69) = 3.2x, capped by the headroom.
+// Kernels shorter than kMinStallKernelSeconds (10 us, stalls.h) are left alone: their ramp-up
+// and drain weigh on every stall average.
 #include <algorithm>
 #include <array>
 #include <initializer_list>
@@ -145,6 +147,7 @@ class WarpStalls final : public Tool {
     if (!e.roofline || e.roofline->cls != BottleneckClass::kLatencyBound) return out;
     for (const auto& k : e.kernels) {
       const auto issue = metric(k, "smsp__issue_active.avg.per_cycle_active");
+      if (k.get_or("gpu__time_duration.sum", 0) * 1e-9 < kMinStallKernelSeconds) continue;  // stalls.h
       if (!issue || *issue >= kMaxIssueActive) continue;
       std::array<double, kReasons.size()> v{};
       int present = 0;
