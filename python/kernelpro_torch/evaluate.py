@@ -162,8 +162,12 @@ class Device:
                 "dram_bytes_per_s": self.dram_bytes_per_s}
 
     def prepare_timed_call(self):
-        """L2 flush and persisting-L2 reset, then an idle GPU: the state every timed call starts from."""
-        self.flush.zero_()
+        """L2 flush and persisting-L2 reset, then an idle GPU: the state every timed call starts from.
+
+        The flush reads the buffer (a sum over it as int32) rather than writing it: a write leaves L2
+        full of dirty lines that the next kernel pays to write back (kp-worker's evict_l2 does the
+        same; on the H200 it brought the in-process layernorm time within 0.7% of ncu's)."""
+        self._flush_sink = self.flush.view(torch.int32).sum()
         self.driver.reset_persisting_l2()
         _sync()
 

@@ -3,6 +3,9 @@
 It speaks kp-worker's protocol (src/eval/protocol.h): one JSON request per line on fd 3, one
 JSON reply per line on fd 4; stdout and stderr belong to the candidates. Requests:
   {"op":"hello"}     -> {"ok":true,"device":{...},"protocol":1,"torch_version":"..."} or {"ok":false,"error":...}
+                        (with "prewarm_profiler": {"metrics":[..],"rangeprof_library":path}, the stage-1
+                        Range Profiler session is set up after the reply; its seconds go into the next
+                        profile reply's phase_seconds["prewarm"])
   {"op":"eval",...}  -> {"ok":true,"id":N,"report":{WorkerReport},"exiting":B}
   {"op":"baseline","id":N,"problem":P,"modes":[...],"warmup":5,"trials":100}
                      -> {"ok":true,"id":N,"hardware":...,"device":"cuda:0","torch_version":...,
@@ -89,6 +92,7 @@ def main(argv):
     dev = None
     dev_error = None
     torch_version = ""
+    prewarm_seconds = None  # reported once, in the next profile reply
 
     def ensure_device():
         nonlocal dev, dev_error, torch_version
@@ -124,6 +128,17 @@ def main(argv):
                 chan.reply({"ok": False, "error": dev_error, "protocol": PROTOCOL})
             else:
                 chan.reply({"ok": True, "device": dev.info(), "protocol": PROTOCOL, "torch_version": torch_version})
+                # After the reply, while the orchestrator builds the candidate: set up the stage-1
+                # Range Profiler session. A failure only costs the first profile request its set-up.
+                spec = req.get("prewarm_profiler")
+                if isinstance(spec, dict) and spec.get("metrics") and spec.get("rangeprof_library"):
+                    from . import profile
+
+                    try:
+                        prewarm_seconds = profile.prewarm(spec)
+                    except Exception as e:  # noqa: BLE001 - reported, and profiling sets it up itself
+                        sys.stderr.write(f"kernelpro_torch.worker: prewarming the Range Profiler failed "
+                                         f"(profiling will set it up itself): {e}\n")
             continue
         if op not in ("eval", "baseline", "prewarm", "profile"):
             chan.reply({"ok": False, "error": f"unknown op \"{op}\" (hello, eval, baseline, prewarm, profile, shutdown)"})
@@ -140,14 +155,18 @@ def main(argv):
                 continue
             from . import evaluate
 
-            if "kernelpro_torch.profile" in sys.modules:  # no profiler session may stay on during timing
-                sys.modules["kernelpro_torch.profile"]._drop_range_profiler()
+            # A Range Profiler session, prewarmed or left by a profile request, stays through the
+            # evaluation, as in kp-worker: on the H200 a held session did not change timing
+            # (1.3195 ms without one, 1.3202 ms with one, bench/results/h200-2026-12-03-warm).
             report, exiting = evaluate.Evaluation(dev, req).run()
             chan.reply(_sanitize({"ok": True, "id": rid, "report": report, "exiting": exiting}))
         elif op == "profile":
             from . import profile
 
             reply, exiting = profile.Profile(dev, req).run()
+            if prewarm_seconds is not None and isinstance(reply.get("phase_seconds"), dict):
+                reply["phase_seconds"]["prewarm"] = prewarm_seconds
+                prewarm_seconds = None
             chan.reply(_sanitize({"ok": True, "id": rid, "profile": reply, "exiting": exiting}))
         elif op == "prewarm":
             if not req.get("problem"):

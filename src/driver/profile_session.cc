@@ -112,9 +112,9 @@ Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidat
   const std::vector<std::string> metrics = profile::merge_metric_lists(
       options.stage1_override.empty() ? profile::stage1_metrics() : options.stage1_override, options.extra_metrics);
   eval::EvaluatorOptions evaluator_options = options.evaluator;
-  // kp-worker sets up the stage-1 session while the candidate builds (eval/worker_client.h).
-  if (options.collector == profile::Collector::kCupti && options.profiler.replay != "kernel" &&
-      evaluator_options.worker.argv.empty()) {
+  // The worker (kp-worker or the KernelBench worker) sets up the stage-1 session while the
+  // candidate builds (eval/worker_client.h).
+  if (options.collector == profile::Collector::kCupti && options.profiler.replay != "kernel") {
     evaluator_options.worker.prewarm_metrics = metrics;
     evaluator_options.worker.rangeprof_library = options.profiler.rangeprof_library;
   }

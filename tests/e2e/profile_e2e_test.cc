@@ -1,6 +1,7 @@
 // e2e tier: `kernelpro profile` and `kernelpro classify` as a user runs them. Without a GPU,
 // profile still gives the instruction level (SASS joined with ptxas) and exits 3; classify needs
 // no GPU at all. The GPU case skips without one.
+#include <cstdio>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -101,6 +102,26 @@ TEST_F(ProfileE2e, OnAGpuThePageHasTheClassAndEveryLevel) {
   EXPECT_FALSE(doc["counters"]["kernels"].empty());
   EXPECT_FALSE(doc["sass"].empty());
   EXPECT_TRUE(doc.contains("trace")) << doc["notes"].dump();
+}
+
+TEST_F(ProfileE2e, OnAGpuAKernelBenchCandidateIsProfiledFromThePrewarmedSession) {
+  if (auto why = testing::gpu_missing()) GTEST_SKIP() << *why;
+  const fs::path kb = testing::test_data_dir() / "kernelbench";
+  ProfileRun r = kernelpro({"profile", (kb / "problems" / "relu.py").string(), (kb / "honest" / "relu_fast.py").string(),
+                            "--no-trace", "--no-sass", "--json"});
+  if (r.exit_code == 3) GTEST_SKIP() << "the KernelBench worker cannot run here (torch): " << r.out << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << r.out;
+  ASSERT_EQ(doc["counters"]["collector"], "cupti") << doc["notes"].dump();
+  // The KernelBench worker set the stage-1 session up after its hello and kept it through the
+  // evaluation, as kp-worker does: the collection made no new session.
+  const auto& timing = doc["counters"]["timing_s"];
+  EXPECT_TRUE(timing.contains("worker.prewarm")) << timing.dump();
+  EXPECT_FALSE(timing.contains("step.host_initialize")) << timing.dump();
+  std::printf("KERNELBENCH_STAGE1 wall_s=%s collect_s=%s seconds=%s timing_s=%s\n",
+              doc["counters"]["wall_s"].dump().c_str(), doc["counters"]["collect_s"].dump().c_str(),
+              doc["seconds"].dump().c_str(), timing.dump().c_str());
 }
 
 }  // namespace
