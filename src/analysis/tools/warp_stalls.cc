@@ -29,7 +29,11 @@
 // >= 30% at achieved occupancy 40% of a theoretical 50% (no occupancy_limiter, which wants < 50%
 // or a 20-point gap; no low_ilp, which wants >= 50%): "warps wait on global memory"; gain 1 / (1 - 0.69) = 3.2x, capped by the headroom.
 // Kernels shorter than kMinStallKernelSeconds (10 us, stalls.h) are left alone: their ramp-up
-// and drain weigh on every stall average.
+// and drain weigh on every stall average. So are kernels whose schedulers had at least
+// kMaxEligible (1) eligible warp per cycle on average (smsp__warps_eligible): the stalls are
+// then hidden by other warps, and removing them frees no issue slot (ncu's IssueSlotUtilization
+// reasoning). The low-ILP flaw's fixed twin on the H200: long_scoreboard 37% of the cycles between
+// issues, but 3.0 eligible warps and not_selected 25%: it waits for issue slots, not on memory.
 #include <algorithm>
 #include <array>
 #include <initializer_list>
@@ -53,6 +57,7 @@ namespace {
 
 constexpr double kStallShare = 0.3;
 constexpr double kMaxIssueActive = 0.8;
+constexpr double kMaxEligible = 1;
 
 struct Reason {
   const char* name;
@@ -149,6 +154,8 @@ class WarpStalls final : public Tool {
       const auto issue = metric(k, "smsp__issue_active.avg.per_cycle_active");
       if (k.get_or("gpu__time_duration.sum", 0) * 1e-9 < kMinStallKernelSeconds) continue;  // stalls.h
       if (!issue || *issue >= kMaxIssueActive) continue;
+      const auto eligible = metric(k, "smsp__warps_eligible.avg.per_cycle_active");
+      if (eligible && *eligible >= kMaxEligible) continue;  // other warps hide the stalls
       std::array<double, kReasons.size()> v{};
       int present = 0;
       double cpi = 1;
@@ -196,6 +203,8 @@ class WarpStalls final : public Tool {
                   std::to_string(static_cast<int>(100 * v[hits[0]] / cpi)) + "% of the cycles between issues)";
       f.evidence.push_back(context("cycles between issues (1 + collected stalls)", cpi));
       f.evidence.push_back(evidence("smsp__issue_active.avg.per_cycle_active", *issue, "<", kMaxIssueActive));
+      if (eligible)
+        f.evidence.push_back(evidence("smsp__warps_eligible.avg.per_cycle_active", *eligible, "<", kMaxEligible));
       if (membar) {
         const StallCycles sc = stall_cycles(k);
         f.evidence.push_back(context("cycles between issues (warps per scheduler / issue activity)", sc.total.value_or(0)));
