@@ -363,6 +363,36 @@ TEST(LatTools, BarrierOverheadQuietOnStaticBarsAlone) {
   EXPECT_TRUE(run(make_barrier_overhead(), c.e).empty());
 }
 
+// A memory-bound kernel at its roof: quiet when the roof is DRAM or L2 (barriers cost nothing
+// the memory system would return), firing when only L1/shared memory is busy (the tree
+// reduction's own shared traffic, as flaw 17 on the H200).
+TEST(LatTools, BarrierOverheadAtASaturatedRoofDependsOnWhichUnitIsBusy) {
+  Case c;
+  c.k().block = {1024, 1, 1};
+  c.e.sass[0].sass.by_opcode["BAR"] = 11;
+  c.set_stalls({0.16, 5.5, 3.6, 0.0, 8.7, 1.9, 0.9, 3.9});
+  c.e.roofline->cls = BottleneckClass::kMemoryBound;
+  c.e.roofline->sol_fraction = 0.82;
+  c.k().values["smsp__issue_active.avg.per_cycle_active"] = 0.54;
+  c.k().values["gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"] = 17;
+  c.k().values["lts__throughput.avg.pct_of_peak_sustained_elapsed"] = 23;
+  auto f = run(make_barrier_overhead(), c.e);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NEAR(f[0].estimated_gain, 1 / (1 - 8.7 / 25.66), 1e-9);  // 1 + the eight stalls = 25.66
+  c.e.roofline->headroom = 1.2;  // then the roofline caps it
+  f = run(make_barrier_overhead(), c.e);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NEAR(f[0].estimated_gain, 1.2, 1e-9);
+  EXPECT_EQ(fired(c.e), Names{"barrier_overhead"});
+  c.k().values["gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"] = 85;
+  EXPECT_TRUE(run(make_barrier_overhead(), c.e).empty());
+  c.k().values["gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"] = 17;
+  c.k().values["lts__throughput.avg.pct_of_peak_sustained_elapsed"] = 81;
+  EXPECT_TRUE(run(make_barrier_overhead(), c.e).empty());
+  c.k().values.erase("lts__throughput.avg.pct_of_peak_sustained_elapsed");
+  EXPECT_TRUE(run(make_barrier_overhead(), c.e).empty());  // which unit is busy is unknown
+}
+
 // --- low_ilp -------------------------------------------------------------------------------
 
 TEST(LatTools, LowIlpWithGoodOccupancy) {
