@@ -161,6 +161,35 @@ TEST(CmpTools, TensorCoresUnusedQuietWhenOperandsAreNotReread) {
   EXPECT_TRUE(shown);
 }
 
+// Flaw 07's fp32 twin on the H200: a 64-step recurrence per element, 2.11e9 FFMA and 1.05e6
+// warp load requests, 1/63 loads per warp FMA (above the 1/64 bar), but its loads carry the
+// 134 MB it reads from DRAM once: elementwise. The naive GEMM's loads re-read its operands.
+TEST(CmpTools, TensorCoresUnusedQuietWhenEachInputIsLoadedOnce) {
+  Evidence rec = naive_gemm();
+  auto& v = rec.kernels[0].values;
+  v["gpu__time_duration.sum"] = 115200;
+  set_op(rec.kernels[0], "ffma", 2.11e9);
+  v["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] = 1.05e6;
+  v["smsp__sass_inst_executed_op_shared_ld.sum"] = 0;
+  v["dram__bytes_read.sum"] = 1.34e8;
+  v["dram__bytes_write.sum"] = 1.12e8;
+  rec.ideal_flops = 4.29e9;
+  rec.ideal_bytes = 2.68e8;
+  EXPECT_TRUE(make_tensor_cores_unused()->run(rec).empty());
+  v.erase("dram__bytes_read.sum");  // unknown: the load-per-FMA bar alone decides, and passes
+  EXPECT_EQ(make_tensor_cores_unused()->run(rec).size(), 1u);
+
+  Evidence gemm = naive_gemm();
+  gemm.kernels[0].values["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] = 2 * 6.87e10 / 32;
+  gemm.kernels[0].values["smsp__sass_inst_executed_op_shared_ld.sum"] = 0;
+  auto fs = make_tensor_cores_unused()->run(gemm);
+  ASSERT_EQ(fs.size(), 1u);
+  bool shown = false;
+  for (const auto& ev : fs[0].evidence)
+    shown = shown || (ev.metric == "loaded bytes (128 B a warp request) per DRAM byte read" && ev.value >= 4);
+  EXPECT_TRUE(shown);
+}
+
 TEST(CmpTools, TensorCoresUnusedNeedsSass) {
   Evidence e = naive_gemm();
   e.sass.clear();

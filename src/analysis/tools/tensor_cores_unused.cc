@@ -20,7 +20,14 @@
 //     at least kMinLoadsPerFma (1/64). A GEMM, even 16x16 register-blocked with 128-bit shared
 //     loads, loads one operand vector per 32 FMAs; a polynomial or an unrolled recurrence per
 //     element loads once per hundreds (H200 flaw suite: 0.001-0.004 on the polynomial kernels
-//     of flaws 06, 09, 12, 0.20 on the FP32 GEMM of flaw 13). Skipped when either count is missing.
+//     of flaws 06, 09, 12, 0.20 on the FP32 GEMM of flaw 13). Skipped when either count is missing;
+//   - and those loads re-read data: the bytes they carry, taken as 128 B a warp request (32
+//     lanes of 4 B), are at least kMinReread (4) times the DRAM bytes read
+//     (dram__bytes_read.sum). A matrix product loads each operand once per tile of the other;
+//     an elementwise kernel loads each input once, whatever its FMAs per element (flaw 07's fp32
+//     twin on the H200: a 64-step recurrence per element, 1/63 warp loads per warp FMA, which
+//     passes the bar above, but 1.0 loaded byte per DRAM byte). Skipped when DRAM bytes are
+//     missing or zero (inputs resident in L2).
 // Estimated gain: the kernel time over the floor it would have on tensor cores,
 // max(FLOP / tensor peak, bytes / DRAM bandwidth), bytes being the kernel's share of the ideal
 // bytes (else its measured DRAM bytes). The tensor peak is the calibrated TF32 rate for FP32
@@ -45,6 +52,8 @@ constexpr double kMinShareOfIdeal = 0.25;  // of the task's ideal FLOP done by t
 constexpr double kMinFmaShare = 0.8;       // FMA share of the FP ops when there is no ideal
 constexpr double kCriticalGain = 4;        // a gain this large makes it the main problem
 constexpr double kMinLoadsPerFma = 1.0 / 64;  // warp loads per warp FMA of a matrix product
+constexpr double kMinReread = 4;              // loaded bytes per DRAM byte read of a matrix product
+constexpr double kWarpRequestBytes = 128;     // 32 lanes x 4 B
 
 class TensorCoresUnused final : public Tool {
  public:
@@ -92,6 +101,12 @@ class TensorCoresUnused final : public Tool {
         reuse = (*gld + *sld) / fma_warp;
         if (*reuse < kMinLoadsPerFma) continue;  // FMAs on values a thread keeps: not a matrix product
       }
+      std::optional<double> reread;
+      const double dram_read = k.get_or("dram__bytes_read.sum", 0);
+      if (gld && sld && dram_read > 0) {
+        reread = (*gld + *sld) * kWarpRequestBytes / dram_read;
+        if (*reread < kMinReread) continue;  // each input loaded once: elementwise, not a matrix product
+      }
       const double seconds = *ns * 1e-9;
       const bool half = f16 > f32;
       const double cuda_peak = half ? e.ceilings.fp16_flops : e.ceilings.fp32_flops;
@@ -101,6 +116,8 @@ class TensorCoresUnused final : public Tool {
       f.tool = spec().name;
       f.kernel = k.name;
       if (reuse) f.evidence.push_back(evidence("warp loads per warp FMA", *reuse, ">=", kMinLoadsPerFma));
+      if (reread)
+        f.evidence.push_back(evidence("loaded bytes (128 B a warp request) per DRAM byte read", *reread, ">=", kMinReread));
       double bytes = k.get_or("dram__bytes_read.sum", 0) + k.get_or("dram__bytes_write.sum", 0);
       const double ridge = e.ceilings.dram_bytes_per_s > 0 ? e.ceilings.fp32_flops / e.ceilings.dram_bytes_per_s : 0;
       if (e.ideal_flops > 0 && e.ideal_bytes > 0 && ridge > 0) {
