@@ -1,4 +1,4 @@
-// Fixed: f-suffixed literals, all fp32 (FFMA).
+// Fixed: a float accumulator and f-suffixed literals, all fp32 (one FFMA a step).
 #include <kernelpro/kp_abi.h>
 #include <kernelpro/kp_check.h>
 
@@ -11,7 +11,10 @@ namespace {
 __global__ void k(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     const float v = x[i];
-    y[i] = 1.0f + v * (0.5f + v * (0.25f + v * (0.125f + v * 0.0625f)));
+    float a = 1.0f;
+#pragma unroll
+    for (int j = 0; j < 64; ++j) a = a * 0.5f + v;
+    y[i] = a;
   }
 }
 

@@ -1,4 +1,6 @@
-// Flawed: double literals make every step fp64 (DFMA), rounded to fp32 at the end.
+// Flawed: `auto a = 1.0` deduces a double and 0.5 is a double literal, so the 64-step smoothing
+// recurrence runs in fp64 (one DFMA a step, at half the FP32 rate on the H200), rounded to fp32
+// at the end. At 64 steps per element the fp32 twin just keeps up with DRAM; this one cannot.
 #include <kernelpro/kp_abi.h>
 #include <kernelpro/kp_check.h>
 
@@ -11,7 +13,10 @@ namespace {
 __global__ void k(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     const float v = x[i];
-    y[i] = 1.0 + v * (0.5 + v * (0.25 + v * (0.125 + v * 0.0625)));
+    auto a = 1.0;
+#pragma unroll
+    for (int j = 0; j < 64; ++j) a = a * 0.5 + v;
+    y[i] = a;
   }
 }
 

@@ -1,4 +1,5 @@
-// Fixed: the same loop without the barrier: loads of later steps overlap the FMA chains.
+// Fixed: no block-wide exchange at all. One warp per row: each lane adds 32 of its 1024 floats
+// (eight float4 loads, all in flight), then five __shfl_xor_sync steps; no barrier.
 #include <kernelpro/kp_abi.h>
 #include <kernelpro/kp_check.h>
 
@@ -8,31 +9,22 @@
 
 namespace {
 
-constexpr int kThreads = 1024;
+constexpr int kCols = 1024;
+constexpr int kWarps = 8;  // rows per 256-thread block
 
-// h(v): the 64-step chain a = a / 2 + v (2v within rounding).
-__device__ __forceinline__ float h(float v) {
+__global__ void __launch_bounds__(32 * kWarps) k(const float4* __restrict__ x, float* __restrict__ y, int64_t rows) {
+  const int64_t row = (int64_t)blockIdx.x * kWarps + threadIdx.x / 32;
+  const int lane = threadIdx.x & 31;
+  if (row >= rows) return;
+  const float4* p = x + row * (kCols / 4) + lane;
+  float4 v[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) v[i] = p[i * 32];
   float a = 0.0f;
 #pragma unroll
-  for (int k = 0; k < 64; ++k) a = fmaf(a, 0.5f, v);
-  return a;
-}
-
-__global__ void __launch_bounds__(kThreads) k(const float4* __restrict__ x, float* __restrict__ y, int64_t cols4) {
-  __shared__ float s[kThreads];
-  float a = 0.0f;
-#pragma unroll 2
-  for (int64_t j = threadIdx.x; j < cols4; j += kThreads) {
-    const float4 v = x[blockIdx.x * cols4 + j];
-    a += (h(v.x) + h(v.y)) + (h(v.z) + h(v.w));
-  }
-  s[threadIdx.x] = a;
-  __syncthreads();
-  for (int o = kThreads / 2; o > 0; o >>= 1) {
-    if (threadIdx.x < o) s[threadIdx.x] += s[threadIdx.x + o];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) y[blockIdx.x] = s[0];
+  for (int i = 0; i < 8; ++i) a += (v[i].x + v[i].y) + (v[i].z + v[i].w);
+  for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
+  if (lane == 0) y[row] = a;
 }
 
 }  // namespace
@@ -43,10 +35,9 @@ KP_EXPORT int kp_run(kp_args* args) {
   const kp_tensor& x = args->inputs[0];
   const int64_t rows = x.shape[0], cols = x.shape[1];
   if (int rc = kp_expect_shape(args, WHO, args->outputs[0], "y", {rows})) return rc;
-  if (cols % (4 * kThreads)) return kp_fail(args, KP_ERR_UNSUPPORTED_SHAPE, "cols must be a multiple of 4096");
-  const float4* xp = static_cast<const float4*>(x.data);
-  float* yp = static_cast<float*>(args->outputs[0].data);
+  if (cols != kCols) return kp_fail(args, KP_ERR_UNSUPPORTED_SHAPE, "rows must be 1024 wide");
   cudaStream_t st = (cudaStream_t)args->stream;
-  k<<<(unsigned)rows, kThreads, 0, st>>>(xp, yp, cols / 4);
+  k<<<(unsigned)((rows + kWarps - 1) / kWarps), 32 * kWarps, 0, st>>>(static_cast<const float4*>(x.data),
+                                                                        static_cast<float*>(args->outputs[0].data), rows);
   return kp_check_launch(args, WHO);
 }

@@ -1,4 +1,4 @@
-// Reference: y[i] = sum_j h(x[i, j]) with h(v) the 64-step chain a = a / 2 + v, in double.
+// Reference for flaw_barrier_overhead: row sums accumulated in double.
 #include <kernelpro/kp_abi.h>
 #include <kernelpro/kp_check.h>
 
@@ -11,12 +11,7 @@ namespace {
 __global__ void ref(const float* x, float* y, int64_t cols) {
   __shared__ double s[256];
   double a = 0.0;
-  for (int64_t j = threadIdx.x; j < cols; j += 256) {
-    const double v = x[blockIdx.x * cols + j];
-    double h = 0.0;
-    for (int k = 0; k < 64; ++k) h = h * 0.5 + v;
-    a += h;
-  }
+  for (int64_t j = threadIdx.x; j < cols; j += 256) a += x[blockIdx.x * cols + j];
   s[threadIdx.x] = a;
   __syncthreads();
   for (int o = 128; o > 0; o >>= 1) {
@@ -34,6 +29,7 @@ KP_EXPORT int kp_run(kp_args* args) {
   const kp_tensor& x = args->inputs[0];
   const int64_t rows = x.shape[0], cols = x.shape[1];
   if (int rc = kp_expect_shape(args, WHO, args->outputs[0], "y", {rows})) return rc;
+  if (cols % 256) return kp_fail(args, KP_ERR_UNSUPPORTED_SHAPE, "cols must be a multiple of 256");
   const float* xp = static_cast<const float*>(x.data);
   float* yp = static_cast<float*>(args->outputs[0].data);
   cudaStream_t st = (cudaStream_t)args->stream;

@@ -1,4 +1,4 @@
-// Flawed: each thread walks its warp's four chains one after another, so every load waits for
+// Flawed: each thread walks its warp's eight chains one after another, so every load waits for
 // the one before it: one 32-byte load in flight per warp, ~64 warps per SM idle on L2 latency.
 #include <kernelpro/kp_abi.h>
 #include <kernelpro/kp_check.h>
@@ -9,8 +9,8 @@
 
 namespace {
 
-constexpr int kChains = 4;   // chains per warp
-constexpr int kSteps = 64;   // dependent loads per chain
+constexpr int kChains = 8;   // chains per warp
+constexpr int kSteps = 32;   // dependent loads per chain
 constexpr int kRowFloats = 8;  // a row is one 32-byte sector; lane l reads float l % 8 of it
 
 // The first row of chain c of warp w, and the row after p: a hash of the value lane 0 read
@@ -39,7 +39,7 @@ __global__ void k(const float* __restrict__ x, float* __restrict__ y, uint32_t m
     }
     acc[c] = a;
   }
-  y[t] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  y[t] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
 }  // namespace

@@ -8,8 +8,8 @@
 
 namespace {
 
-constexpr int kChains = 4;   // chains per warp
-constexpr int kSteps = 64;   // dependent loads per chain
+constexpr int kChains = 8;   // chains per warp
+constexpr int kSteps = 32;   // dependent loads per chain
 constexpr int kRowFloats = 8;  // a row is one 32-byte sector; lane l reads float l % 8 of it
 
 // The first row of chain c of warp w, and the row after p: a hash of the value lane 0 read
