@@ -21,6 +21,7 @@ std::unique_ptr<Tool> make_narrow_loads();
 std::unique_ptr<Tool> make_bank_conflicts();
 std::unique_ptr<Tool> make_dram_over_ideal();
 std::unique_ptr<Tool> make_low_l2_hit_rate();
+std::unique_ptr<Tool> make_host_device_copies();
 std::unique_ptr<Tool> make_register_spills();
 
 namespace {
@@ -423,6 +424,22 @@ TEST(MemTools, DramOverIdealCriticalForUnfusedPasses) {
   EXPECT_TRUE(make_dram_over_ideal()->run(e).empty());
 }
 
+// The hopper-path flaw's fixed twin on the H200 (calibrated): a cuBLAS BF16 GEMM moving 1.72x its
+// ideal with DRAM at 23% of its roof, at 98% of the tensor roof. Without the headroom cap it
+// would claim 1.11x from bytes that cost it nothing.
+TEST(MemTools, DramOverIdealGainCappedByTheRoofHeadroom) {
+  Evidence e;
+  e.roofline = roofline(BottleneckClass::kComputeBound, "Tensor BF16", 0.978, 0.228);
+  e.ideal_bytes = 100663296;
+  e.kernels.push_back(kernel("nvjet_sm90_tst_256x128", {{"dram__bytes_read.sum", 148296960},
+                                                        {"dram__bytes_write.sum", 25323008}}));
+  EXPECT_TRUE(make_dram_over_ideal()->run(e).empty());
+  e.roofline = roofline(BottleneckClass::kComputeBound, "Tensor BF16", 0.7, 0.228);  // 1.43x headroom
+  auto fs = make_dram_over_ideal()->run(e);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_NEAR(fs[0].estimated_gain, 1 / (1 - 0.228 * (1 - 100663296.0 / 173619968)), 1e-6);
+}
+
 // --- low_l2_hit_rate --------------------------------------------------------------------------
 
 TEST(MemTools, LowL2HitRateFiresOnReReadsThatMissL2) {
@@ -432,6 +449,74 @@ TEST(MemTools, LowL2HitRateFiresOnReReadsThatMissL2) {
   // 303.6 us against max(536.9e6 / 4.27e12, 1.588e9 / 8.45e12) = 187.9 us.
   EXPECT_NEAR(fs[0].estimated_gain, 303616e-9 / (1587704640 / 8.45e12), 0.01);
   EXPECT_TRUE(has_action(fs[0], "tile_for_l2"));
+}
+
+// Flaw 05 on the H200, two runs: its 134 MB input read twice (268 MB from DRAM both times), but
+// 147 MB and then 119 MB of its 134 MB output counted as written in the kernel's window. The
+// excess is judged on reads, 268 / (268 - 119) = 1.8x, so both runs fire; a stream reading its
+// input once (134 MB, 112 MB written) is quiet.
+TEST(MemTools, LowL2HitRateJudgesTheExcessOnReadsWhenWritesFallOutsideTheWindow) {
+  auto flaw05 = [](double written) {
+    Evidence e = softmax_seed();
+    e.ideal_bytes = 268435456;
+    auto& v = e.kernels[0].values;
+    v["gpu__time_duration.sum"] = 114912;
+    v["dram__bytes_read.sum"] = 268452352;
+    v["dram__bytes_write.sum"] = written;
+    v["lts__t_bytes.sum"] = 605285664;
+    v["lts__t_sector_hit_rate.pct"] = 33.4;
+    return e;
+  };
+  for (double written : {147345920.0, 118819072.0}) {
+    auto fs = make_low_l2_hit_rate()->run(flaw05(written));
+    ASSERT_EQ(fs.size(), 1u) << written;
+    bool by_reads = false;
+    for (const auto& ev : fs[0].evidence)
+      by_reads = by_reads || (ev.metric.rfind("DRAM reads / compulsory reads", 0) == 0 &&
+                              ev.value == 268452352 / (268435456 - written));
+    EXPECT_TRUE(by_reads) << written;
+  }
+  Evidence stream = flaw05(112079360);
+  stream.kernels[0].values["dram__bytes_read.sum"] = 134232832;
+  EXPECT_TRUE(make_low_l2_hit_rate()->run(stream).empty());
+}
+
+// Flaw 19 on the H200: a 16 MB table uploaded in every call, then read by the kernel; its reads
+// (208 MB) are 1.64x the compulsory reads less the writes, and L2 hits 44%. The copy is the
+// cause: host_device_copies names it, and low_l2_hit_rate stays quiet while it fires.
+TEST(MemTools, LowL2HitRateQuietWhileACopyInTheCallFeedsTheKernel) {
+  Evidence e = softmax_seed();
+  ASSERT_EQ(make_low_l2_hit_rate()->run(e).size(), 1u);
+  e.call_seconds = 400e-6;
+  e.trace.emplace();
+  e.trace->span_s = 400e-6;
+  profile::TraceCopy c;
+  c.kind = "memcpy";
+  c.direction = "HtoD";
+  c.bytes = 16u << 20;
+  c.start_ns = 0;
+  c.end_ns = 90000;
+  e.trace->copies.push_back(c);
+  ASSERT_FALSE(make_host_device_copies()->run(e).empty());
+  EXPECT_TRUE(make_low_l2_hit_rate()->run(e).empty());
+}
+
+// The unfused-passes flaw on the H200: two streams through a 134 MB temporary. Each kernel moves
+// 1.9x its share of the ideal at 50% L2 hits; that is the intermediate, which dram_over_ideal
+// names (fuse), not a re-read inside either kernel.
+TEST(MemTools, LowL2HitRateLeavesIntermediatesBetweenKernelsToDramOverIdeal) {
+  Evidence e;
+  e.ceilings = h200();
+  e.roofline = roofline(BottleneckClass::kMemoryBound, "DRAM", 0.86, 0.86);
+  e.ideal_bytes = 268435456;
+  e.kernels.push_back(kernel("k1", {{"gpu__time_duration.sum", 68224}, {"dram__bytes_read.sum", 134224128},
+                                    {"dram__bytes_write.sum", 109787904}, {"lts__t_bytes.sum", 409361472},
+                                    {"lts__t_sector_hit_rate.pct", 49.9}}));
+  e.kernels.push_back(kernel("k2", {{"gpu__time_duration.sum", 70592}, {"dram__bytes_read.sum", 134223616},
+                                    {"dram__bytes_write.sum", 134103552}, {"lts__t_bytes.sum", 407974208},
+                                    {"lts__t_sector_hit_rate.pct", 49.6}}));
+  ASSERT_EQ(make_dram_over_ideal()->run(e).size(), 1u);
+  EXPECT_TRUE(make_low_l2_hit_rate()->run(e).empty());
 }
 
 TEST(MemTools, LowL2HitRateQuietOnStreamsHighHitsAndMissingIdeal) {
