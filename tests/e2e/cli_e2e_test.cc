@@ -99,7 +99,7 @@ TEST_F(CliE2e, AnalyzeWithoutGpuFindsSpillsFromPtxasAlone) {
 // Evidence recorded on the H200 (bench/flaws/run.sh --save-evidence) analyzed again without a
 // GPU, all 21 flaws of bench/flaws: each flaw's own tool fires on its flawed variant and not on
 // its fixed twin, and no flaw's tool fires on another flaw's variant (the suite's recall and
-// precision, bench/results/h200-2026-12-04-evidence/replay_score.txt); a fixed twin that is
+// precision, bench/results/h200-2026-12-04-{evidence,suite}/replay_score.txt); a fixed twin that is
 // another flaw by construction (expected.toml's fixed_carries) may carry that flaw's tool.
 // launch_overhead is judged on 2048 launches of which the first 256 were profiled (a sample).
 std::string toml_string(const std::string& text, const std::string& key) {
@@ -109,7 +109,8 @@ std::string toml_string(const std::string& text, const std::string& key) {
 }
 
 TEST_F(CliE2e, AnalyzeAgainFromEvidenceRecordedOnTheH200) {
-  const fs::path ev = testing::source_dir() / "bench" / "results" / "h200-2026-12-04-evidence" / "evidence";
+  const fs::path results = testing::source_dir() / "bench" / "results";
+  fs::path ev;
   auto tools_of = [&](const std::string& name) {
     CliRun r = kernelpro({"analyze", "--evidence", (ev / (name + ".json")).string(), "--json"});
     EXPECT_EQ(r.exit_code, 0) << name << ": " << r.err;
@@ -136,14 +137,18 @@ TEST_F(CliE2e, AnalyzeAgainFromEvidenceRecordedOnTheH200) {
   ASSERT_EQ(flaws.size(), 21u);
   std::set<std::string> flaw_tools;
   for (const auto& f : flaws) flaw_tools.insert(f.tool);
-  for (const auto& f : flaws)
-    for (const std::string variant : {"flawed", "fixed"}) {
-      const auto fired = tools_of(f.name + "-" + variant);
-      EXPECT_EQ(fired.count(f.tool), variant == "flawed" ? 1u : 0u) << f.name << "/" << variant;
-      for (const auto& t : fired)
-        if (t != f.tool && flaw_tools.count(t) && !(variant == "fixed" && t == f.carried))
-          ADD_FAILURE() << f.name << "/" << variant << ": " << t << " fired, another flaw's tool";
-    }
+  // Datasheet ceilings, rows of several sessions; then one build against calibrated ceilings.
+  for (const char* run : {"h200-2026-12-04-evidence", "h200-2026-12-04-suite"}) {
+    ev = results / run / "evidence";
+    for (const auto& f : flaws)
+      for (const std::string variant : {"flawed", "fixed"}) {
+        const auto fired = tools_of(f.name + "-" + variant);
+        EXPECT_EQ(fired.count(f.tool), variant == "flawed" ? 1u : 0u) << run << " " << f.name << "/" << variant;
+        for (const auto& t : fired)
+          if (t != f.tool && flaw_tools.count(t) && !(variant == "fixed" && t == f.carried))
+            ADD_FAILURE() << run << " " << f.name << "/" << variant << ": " << t << " fired, another flaw's tool";
+      }
+  }
 
   CliRun both = kernelpro({"analyze", "some/task", "--evidence", (ev / "06_register_spills-fixed.json").string()});
   EXPECT_EQ(both.exit_code, 2);
