@@ -11,6 +11,7 @@ const char* to_string(ErrorCode code) {
     case ErrorCode::kProtocol: return "protocol";
     case ErrorCode::kTimeout: return "timeout";
     case ErrorCode::kUnavailable: return "unavailable";
+    case ErrorCode::kPending: return "pending";
     case ErrorCode::kInternal: return "internal";
   }
   return "internal";

@@ -24,6 +24,7 @@ enum class ErrorCode {
   kProtocol,      // a peer (the worker) broke the protocol
   kTimeout,       // an operation ran past its limit
   kUnavailable,   // a capability is absent on this machine (no GPU, no NVML)
+  kPending,       // waits on a person (a manual LLM answer): stop cleanly, continue with --resume
   kInternal,      // should not happen; a bug surfaced as a value
 };
 
