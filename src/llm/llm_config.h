@@ -56,10 +56,10 @@ std::string default_base_url(const std::string& provider);
 std::string default_api_key_env(const std::string& provider);
 
 struct ProviderContext {
-  std::string api_key;         // read by the caller from the environment
+  std::string api_key{};       // read by the caller from the environment
   HttpTransport* transport = nullptr;  // required for openai and anthropic; must outlive the provider
-  std::string manual_dir;      // required for manual
-  std::string resume_hint;     // manual: the command that continues the run
+  std::string manual_dir{};    // required for manual
+  std::string resume_hint{};   // manual: the command that continues the run
 };
 
 std::unique_ptr<Provider> make_provider(const LlmConfig& config, const ProviderContext& context, Error* error);
