@@ -1,0 +1,233 @@
+#include "agent/agents.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "util/strings.h"
+
+namespace kp::agent {
+
+using llm::ChatReply;
+using llm::ChatRequest;
+using llm::Message;
+using llm::Role;
+using nlohmann::json;
+
+namespace {
+
+const char* kind_word(TaskKind k) { return k == TaskKind::kNative ? "native" : "kernelbench"; }
+
+std::string join_lines(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += "- " + x + "\n";
+  return s;
+}
+
+}  // namespace
+
+std::string show_files(const CandidateFiles& f, TaskKind kind) {
+  if (kind == TaskKind::kNative) return "```cuda\n" + f.cuda + "```\n";
+  std::string s = "```python\n" + f.python + "```\n";
+  if (!f.cuda.empty()) s += "```cuda\n" + f.cuda + "```\n";
+  return s;
+}
+
+Agents::Agents(llm::LlmClient& client, const PromptLibrary& prompts, std::string model, AgentOptions options)
+    : client_(client), prompts_(prompts), model_(std::move(model)), o_(options) {}
+
+Vars Agents::task_vars(const TaskBrief& t) const {
+  return {{"task_name", t.name},   {"task_kind", kind_word(t.kind)}, {"description", t.description},
+          {"interface", t.interface}, {"reference", t.reference},  {"current", t.current},
+          {"gpu", t.gpu}};
+}
+
+ChatRequest Agents::request(const std::string& user) const {
+  ChatRequest r;
+  r.model = model_;
+  r.max_tokens = o_.max_tokens;
+  r.temperature = o_.temperature;
+  r.stream = o_.stream;
+  if (auto system = prompts_.render("system", {}); system) r.messages.push_back({Role::kSystem, *system, {}, ""});
+  r.messages.push_back({Role::kUser, user, {}, ""});
+  return r;
+}
+
+template <typename T>
+Result<T> Agents::converse(ChatRequest req, const std::function<Result<T>(const ChatReply&)>& parse, int* repairs) {
+  for (int round = 0;; ++round) {
+    auto reply = client_.chat(req);
+    if (!reply) return reply.error();
+    auto parsed = parse(*reply);
+    if (parsed) return parsed;
+    if (round >= o_.max_repairs)
+      return make_error(ErrorCode::kInvalidInput,
+                        fmt::format("the model's reply was still unusable after {} repair prompts: {}", o_.max_repairs,
+                                    parsed.error().message));
+    std::string reason = parsed.error().message;
+    if (reply->finish == llm::FinishReason::kLength)
+      reason += fmt::format(" (the reply hit the {}-token limit)", req.max_tokens);
+    auto repair = prompts_.render("repair", {{"reason", reason}});
+    if (!repair) return repair.error();
+    req.messages.push_back({Role::kAssistant, reply->text, reply->tool_calls, ""});
+    for (const auto& c : reply->tool_calls)  // every call needs an answer before the next turn
+      req.messages.push_back({Role::kTool, "not run: answer without tools now", {}, c.id});
+    req.messages.push_back({Role::kUser, *repair, {}, ""});
+    req.tools.clear();
+    if (repairs) ++*repairs;
+  }
+}
+
+Result<Plan> Agents::plan(const TaskBrief& task, const std::string& feedback, const std::string& lessons,
+                          const std::string& history) {
+  Vars v = task_vars(task);
+  v["feedback"] = feedback;
+  v["lessons"] = lessons;
+  v["history"] = history;
+  auto text = prompts_.render("planner", v);
+  if (!text) return text.error();
+  std::function<Result<Plan>(const ChatReply&)> parse = [](const ChatReply& r) -> Result<Plan> {
+    auto j = extract_json_object(r.text);
+    if (!j) return j.error();
+    if (!j->contains("direction") || !(*j)["direction"].is_string() || trim((*j)["direction"].get<std::string>()).empty())
+      return make_error(ErrorCode::kInvalidInput, "the JSON has no \"direction\" string: say what to change next");
+    Plan p;
+    p.direction = (*j)["direction"].get<std::string>();
+    p.why = j->value("why", "");
+    if (j->contains("actions") && (*j)["actions"].is_array())
+      for (const auto& a : (*j)["actions"])
+        if (a.is_string()) p.actions.push_back(a.get<std::string>());
+    return p;
+  };
+  return converse(request(*text), parse, nullptr);
+}
+
+Result<CoderResult> Agents::write(const TaskBrief& task, const std::string& direction, const std::string& feedback,
+                                  const CoderTools* tools) {
+  Vars v = task_vars(task);
+  v["direction"] = direction;
+  v["feedback"] = feedback;
+  auto text = prompts_.render(task.kind == TaskKind::kNative ? "coder_native" : "coder_kernelbench", v);
+  if (!text) return text.error();
+  ChatRequest req = request(*text);
+  CoderResult result;
+  const bool offer = o_.tools && tools;
+  if (offer) {
+    if (tools->compile_check)
+      req.tools.push_back({"compile_check",
+                           "Compile a draft of the whole candidate with nvcc for this GPU and get the errors and the "
+                           "ptxas resource report (registers, spills, shared memory) back. Nothing is run.",
+                           json::parse(R"({"type":"object","properties":{"source":{"type":"string","description":"the whole .cu file"}},"required":["source"]})")});
+    if (tools->run_analysis_tool)
+      req.tools.push_back({"run_analysis_tool",
+                           "Run one of kernelpro's analysis tools on the current best candidate and get its finding. "
+                           "Tools: " + join(tools->analysis_tool_names, ", ") + ".",
+                           json::parse(R"({"type":"object","properties":{"name":{"type":"string"}},"required":["name"]})")});
+    if (tools->search_code)
+      req.tools.push_back({"search_code", "Search CUTLASS and CuTe source for an identifier or a phrase; returns file:line hits.",
+                           json::parse(R"({"type":"object","properties":{"query":{"type":"string"}},"required":["query"]})")});
+  }
+  // Tool rounds: run the calls, hand back the results, ask again.
+  for (int round = 0; offer && round < o_.max_tool_rounds; ++round) {
+    auto reply = client_.chat(req);
+    if (!reply) return reply.error();
+    if (reply->tool_calls.empty()) {
+      // No tools wanted: this reply is the answer (or the start of the repair loop below).
+      std::function<Result<CandidateFiles>(const ChatReply&)> parse = [&](const ChatReply& r) {
+        return extract_candidate(r.text, task.kind);
+      };
+      auto files = parse(*reply);
+      if (files) {
+        result.files = std::move(*files);
+        result.reply = reply->text;
+        return result;
+      }
+      req.messages.push_back({Role::kAssistant, reply->text, {}, ""});
+      auto repair = prompts_.render("repair", {{"reason", files.error().message}});
+      if (!repair) return repair.error();
+      req.messages.push_back({Role::kUser, *repair, {}, ""});
+      ++result.repairs;
+      break;
+    }
+    req.messages.push_back({Role::kAssistant, reply->text, reply->tool_calls, ""});
+    for (const auto& c : reply->tool_calls) {
+      ++result.tool_calls;
+      json args = json::parse(c.arguments_json, nullptr, false);
+      auto arg = [&](const char* k) { return args.is_object() && args.contains(k) && args[k].is_string() ? args[k].get<std::string>() : ""; };
+      std::string out;
+      if (c.name == "compile_check" && tools->compile_check) out = tools->compile_check(arg("source"));
+      else if (c.name == "run_analysis_tool" && tools->run_analysis_tool) out = tools->run_analysis_tool(arg("name"));
+      else if (c.name == "search_code" && tools->search_code) out = tools->search_code(arg("query"));
+      else out = fmt::format("unknown tool \"{}\"; the tools are: compile_check, run_analysis_tool, search_code", c.name);
+      if (args.is_discarded()) out = "the arguments were not JSON: " + c.arguments_json.substr(0, 200);
+      req.messages.push_back({Role::kTool, cut_log(out), {}, c.id});
+    }
+    if (round + 1 == o_.max_tool_rounds) {
+      req.tools.clear();
+      req.messages.push_back({Role::kUser, "That was the last tool round. Now send the whole candidate.", {}, ""});
+    }
+  }
+  std::function<Result<CandidateFiles>(const ChatReply&)> parse = [&](const ChatReply& r) {
+    return extract_candidate(r.text, task.kind);
+  };
+  int repairs = 0;
+  std::string last;
+  auto files = converse<CandidateFiles>(req, [&](const ChatReply& r) {
+    last = r.text;
+    return parse(r);
+  }, &repairs);
+  if (!files) return files.error();
+  result.files = std::move(*files);
+  result.repairs += repairs;
+  result.reply = last;
+  return result;
+}
+
+Result<CoderResult> Agents::debug(const TaskBrief& task, const CandidateFiles& failed, const std::string& failure,
+                                  const std::string& diagnostics) {
+  Vars v = task_vars(task);
+  v["failed"] = show_files(failed, task.kind);
+  v["failure"] = failure;
+  v["diagnostics"] = cut_log(diagnostics);
+  auto text = prompts_.render(task.kind == TaskKind::kNative ? "debugger_native" : "debugger_kernelbench", v);
+  if (!text) return text.error();
+  CoderResult result;
+  std::string last;
+  auto files = converse<CandidateFiles>(request(*text), [&](const ChatReply& r) {
+    last = r.text;
+    return extract_candidate(r.text, task.kind);
+  }, &result.repairs);
+  if (!files) return files.error();
+  result.files = std::move(*files);
+  result.reply = last;
+  return result;
+}
+
+Result<std::vector<std::string>> Agents::choose_tools(const TaskBrief& task, const std::string& feedback,
+                                                      const std::vector<std::string>& available) {
+  Vars v = task_vars(task);
+  v["feedback"] = feedback;
+  v["tools"] = join_lines(available);
+  auto text = prompts_.render("analyst", v);
+  if (!text) return text.error();
+  std::function<Result<std::vector<std::string>>(const ChatReply&)> parse =
+      [&](const ChatReply& r) -> Result<std::vector<std::string>> {
+    auto j = extract_json_object(r.text);
+    if (!j) return j.error();
+    if (!j->contains("tools") || !(*j)["tools"].is_array())
+      return make_error(ErrorCode::kInvalidInput, "the JSON has no \"tools\" list");
+    std::vector<std::string> out;
+    for (const auto& t : (*j)["tools"]) {
+      if (!t.is_string()) return make_error(ErrorCode::kInvalidInput, "\"tools\" must list tool names as strings");
+      const std::string name = t.get<std::string>();
+      if (std::find(available.begin(), available.end(), name) == available.end())
+        return make_error(ErrorCode::kInvalidInput,
+                          fmt::format("\"{}\" is not one of the tools listed; choose from: {}", name, join(available, ", ")));
+      out.push_back(name);
+    }
+    return out;
+  };
+  return converse(request(*text), parse, nullptr);
+}
+
+}  // namespace kp::agent
