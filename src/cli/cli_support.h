@@ -18,6 +18,8 @@ namespace kp::cli {
 
 // Exit codes (ARCHITECTURE.md, "Decisions").
 constexpr int kExitOk = 0, kExitFailed = 1, kExitBadInput = 2, kExitNotRun = 3, kExitInternal = 4;
+// generate with the manual provider: a prompt waits for its answer; run again with --resume.
+constexpr int kExitPending = 5;
 
 // Prints "kernelpro: MESSAGE" on stderr and returns the exit code of the error's class.
 int exit_for(const Error& e);

@@ -14,6 +14,10 @@
 #include "driver/baseline.h"
 #include "analysis/rule_tool.h"
 #include "driver/analyze_session.h"
+#include "driver/generate_session.h"
+#include "agent/agents.h"
+#include "llm/llm_config.h"
+#include "build/builder.h"
 #include "driver/profile_session.h"
 #include "profile/calibration.h"
 #include "profile/ncu/ncu_runner.h"
@@ -425,6 +429,199 @@ int run_analyze(const AnalyzeFlags& flags, const CommonFlags& common) {
     return kExitNotRun;
   }
   return page->profile.eval.outcome == eval::Outcome::kOk ? kExitOk : kExitFailed;
+}
+
+}  // namespace kp::cli
+
+// ---- generate --------------------------------------------------------------------------------
+
+namespace kp::cli {
+
+namespace {
+
+// The feedback text of `kernelpro analyze` on a candidate that ran.
+Result<std::string> analyze_feedback(const std::string& task_path, const fs::path& candidate, const fs::path& cu,
+                                     const CommonFlags& common, const EvalFlags& eval) {
+  ProfileFlags pf;
+  pf.eval = eval;
+  pf.eval.task = task_path;
+  pf.eval.candidate = candidate.string();
+  pf.eval.cu = cu.string();
+  auto setup = profile_setup(pf, common, "generate");
+  if (!setup.ok()) return setup.error();
+  driver::AnalyzeOptions ao;
+  ao.rule_dirs = analysis::default_rule_dirs();
+  ao.profile = (*setup)->options;
+  auto page = driver::run_analyze((*setup)->task, (*setup)->candidate, cu, ao);
+  if (!page.ok()) return page.error();
+  return page->feedback.text;
+}
+
+}  // namespace
+
+int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
+  const bool kernelbench = is_kernelbench_path(flags.task);
+  auto task = kernelbench ? task::load_kernelbench_problem(flags.task) : task::load_native_task(flags.task);
+  if (!task.ok()) return exit_for(task.error());
+
+  // LLM settings: the config file, then the flags.
+  llm::LlmConfig config;
+  if (!flags.config.empty()) {
+    auto text = read_file(flags.config);
+    if (!text.ok()) return exit_for(text.error());
+    auto parsed = llm::parse_llm_config(*text, flags.config);
+    if (!parsed.ok()) return exit_for(parsed.error());
+    config = std::move(*parsed);
+  }
+  if (!flags.provider.empty()) config.provider = flags.provider;
+  if (!flags.model.empty()) config.model = flags.model;
+  if (!flags.base_url.empty()) config.base_url = flags.base_url;
+  if (config.provider != "openai" && config.provider != "anthropic" && config.provider != "command" &&
+      config.provider != "manual")
+    return exit_for(make_error(ErrorCode::kInvalidInput, fmt::format("--provider {}: expected openai, anthropic, command "
+                                                                     "or manual", config.provider)));
+  if (config.model.empty()) {
+    if (config.provider == "openai" || config.provider == "anthropic")
+      return exit_for(make_error(ErrorCode::kInvalidInput,
+                                 fmt::format("no model named: pass --model or set model in the [llm] table of --config")));
+    config.model = config.provider;
+  }
+  const fs::path run_dir = flags.run_dir.empty() ? fs::path("runs") / (fs::path(task->name).stem().string() + "-generate")
+                                                 : fs::path(flags.run_dir);
+  std::error_code ec;
+  if (fs::exists(run_dir / "generate.json", ec) && !flags.resume)
+    return exit_for(make_error(ErrorCode::kInvalidInput,
+                               fmt::format("{} holds an earlier run: add --resume to continue it, or choose another "
+                                           "--run-dir",
+                                           run_dir.string())));
+  fs::create_directories(run_dir, ec);
+
+  std::string api_key;
+  const std::string key_env = config.api_key_env.empty() ? llm::default_api_key_env(config.provider) : config.api_key_env;
+  if (!key_env.empty())
+    if (const char* k = std::getenv(key_env.c_str())) api_key = k;
+  if (api_key.empty() && (config.provider == "openai" || config.provider == "anthropic") && config.base_url.empty())
+    return exit_for(make_error(ErrorCode::kInvalidInput,
+                               fmt::format("${} is not set: export the API key for {}, or point --base-url at a local "
+                                           "server that needs none",
+                                           key_env, config.provider)));
+  auto transport = llm::make_curl_transport();
+  llm::ProviderContext ctx;
+  ctx.api_key = api_key;
+  ctx.transport = transport.get();
+  ctx.manual_dir = (run_dir / "manual").string();
+  ctx.resume_hint = fmt::format("kernelpro generate {} --run-dir {} --resume{}", flags.task, run_dir.string(),
+                                flags.config.empty() ? " --provider " + config.provider : " --config " + flags.config);
+  Error perr;
+  auto provider = llm::make_provider(config, ctx, &perr);
+  if (!provider) return exit_for(perr);
+  llm::ClientOptions copts = config.client;
+  copts.cache_dir = (run_dir / "llm-cache").string();
+  llm::LlmClient client(*provider, copts);
+
+  auto prompts = agent::PromptLibrary::load(flags.prompts.empty() ? (fs::path(KP_SOURCE_DIR) / "prompts").string() : flags.prompts);
+  if (!prompts.ok()) return exit_for(prompts.error());
+  agent::AgentOptions aopts;
+  aopts.tools = !flags.no_tools && (config.provider == "openai" || config.provider == "anthropic");
+  aopts.max_tokens = config.max_tokens;
+  aopts.temperature = config.temperature;
+  aopts.stream = config.stream;
+  agent::Agents agents(client, *prompts, config.model, aopts);
+
+  auto scratch = make_scratch("kernelpro-generate-", common.keep_scratch);
+  if (!scratch.ok()) return exit_for(scratch.error());
+  eval::EvaluatorOptions eo;
+  eo.build = build_options(common);
+  eo.eval = eval_options(flags.eval, kernelbench ? 5 : 3, kernelbench ? 600 : 120);
+  if (kernelbench) {
+    eo.worker = python_worker_options(resolve_python(flags.eval.python), scratch->path());
+  } else {
+    eo.worker.worker_path = common.worker.empty() ? self_dir() / "kp-worker" : fs::path(common.worker);
+    eo.worker.scratch_dir = scratch->path();
+  }
+  eval::Evaluator evaluator(eo);
+  build::Builder drafts(build_options(common));
+  int draft_count = 0;
+  agent::CoderTools tools;
+  tools.compile_check = [&](const std::string& source) -> std::string {
+    const fs::path draft = run_dir / "drafts" / fmt::format("draft-{}.cu", ++draft_count);
+    fs::create_directories(draft.parent_path(), ec);
+    if (!write_file(draft.string(), source).ok()) return "could not write the draft";
+    auto r = drafts.build(build::BuildRequest{draft, task->candidate_libraries, {}});
+    if (!r.ok()) return "not built: " + r.error().message;
+    if (!r->ok) return "compile errors:\n" + r->log;
+    return fmt::format("compiled. ptxas: {}", r->log.empty() ? "(no report)" : r->log);
+  };
+
+  driver::GenerateHooks hooks;
+  hooks.evaluate = [&](const fs::path& cu, const fs::path& py) -> Result<eval::EvalResult> {
+    if (kernelbench) return evaluator.evaluate(*task, py, cu);
+    return evaluator.evaluate(*task, cu);
+  };
+  hooks.analyze = [&](const fs::path& cu, const fs::path& py) -> Result<std::string> {
+    return analyze_feedback(flags.task, kernelbench ? py : cu, kernelbench ? cu : fs::path(), common, flags.eval);
+  };
+  hooks.progress = [&](const std::string& line) {
+    if (!common.json) std::fprintf(stderr, "kernelpro: %s\n", line.c_str());
+  };
+  driver::GenerateOptions go;
+  go.run_dir = run_dir;
+  if (auto dev = evaluator.device(); dev.ok()) {
+    go.gpu = fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB)", dev->name, dev->cc_major, dev->cc_minor, dev->sm_count,
+                         dev->memory_bytes / 1073741824.0);
+  } else {
+    const std::string arch = common.arch.empty() ? std::string("sm_90a") : common.arch;
+    go.gpu = fmt::format("an NVIDIA GPU (none on this machine: the candidate is built for {} and not run)", arch);
+    go.analyze_seed = false;
+  }
+  go.max_debug_rounds = flags.max_debug;
+  go.direction = flags.direction;
+  auto report = driver::run_generate(*task, agents, hooks, go, aopts.tools ? &tools : nullptr);
+
+  // Every LLM call, for the record (no credentials: they are not in the records).
+  std::string calls;
+  for (const auto& r : client.records())
+    calls += nlohmann::json{{"provider", r.provider}, {"endpoint", r.endpoint}, {"model", r.model}, {"request", r.request},
+                            {"reply", r.reply}, {"error", r.error}, {"input_tokens", r.usage.input_tokens},
+                            {"output_tokens", r.usage.output_tokens}, {"cost_usd", r.cost_usd}, {"priced", r.priced},
+                            {"latency_s", r.latency_s}, {"attempts", r.attempts}, {"cached", r.cached}}
+                 .dump() +
+             "\n";
+  (void)write_file((run_dir / "llm_calls.jsonl").string(), calls);
+
+  if (!report.ok()) {
+    if (report.error().code == ErrorCode::kPending) {
+      std::fprintf(stderr, "kernelpro: %s\n", report.error().message.c_str());
+      return kExitPending;
+    }
+    return exit_for(report.error());
+  }
+  const auto& rep = *report;
+  if (common.json) {
+    nlohmann::json j = rep.to_json();
+    j["run_dir"] = run_dir.string();
+    j["llm"] = {{"calls", client.spent().calls}, {"tokens", client.spent().tokens}, {"cost_usd", client.spent().cost_usd}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << fmt::format("{}: {} attempt(s) in {}\n", task->name, rep.attempts.size(), run_dir.string());
+    for (size_t i = 0; i < rep.attempts.size(); ++i) {
+      const auto& a = rep.attempts[i];
+      std::cout << fmt::format("  {}. {:8} {:14} {}{}\n", i + 1, a.role, eval::to_string(a.outcome),
+                               a.speedup > 0 ? fmt::format("{:.2f}x the reference  ", a.speedup) : "",
+                               a.reason.substr(0, 160));
+    }
+    std::cout << fmt::format("LLM: {} call(s), {} tokens, ${:.4f}\n", client.spent().calls, client.spent().tokens,
+                             client.spent().cost_usd);
+    if (!rep.feedback.empty()) std::cout << "\n" << rep.feedback << "\n";
+  }
+  if (rep.outcome == eval::Outcome::kOk) return kExitOk;
+  if (rep.outcome == eval::Outcome::kNotRun) {
+    if (!common.json)
+      std::cout << "\nNo GPU here: the candidate built; correctness and timing need an NVIDIA GPU. Run the same command "
+                   "with --resume on a GPU machine.\n";
+    return kExitNotRun;
+  }
+  return kExitFailed;
 }
 
 }  // namespace kp::cli

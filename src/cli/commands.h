@@ -73,6 +73,25 @@ struct AnalyzeFlags {
 };
 int run_analyze(const AnalyzeFlags& flags, const CommonFlags& common);
 
+// `kernelpro generate`: the model writes a candidate, kernelpro builds, evaluates, debugs and
+// analyzes it (driver/generate_session.h). LLM settings come from the [llm] table of --config,
+// then these flags; the API key from the environment variable the config names.
+struct GenerateFlags {
+  std::string task;
+  std::string config;      // --config: a TOML file with an [llm] table
+  std::string provider;    // --provider: openai, anthropic, command, manual
+  std::string model;       // --model
+  std::string base_url;    // --base-url
+  std::string run_dir;     // --run-dir (default runs/<task name>-generate)
+  std::string direction;   // --direction: what to change
+  bool resume = false;     // --resume: continue a run whose folder exists
+  int max_debug = 3;       // --max-debug: debugger rounds
+  bool no_tools = false;   // --no-tools: do not offer the coder tools
+  std::string prompts;     // --prompts: the template folder (default: the source tree's prompts/)
+  EvalFlags eval;          // --python, --seed, --timeout
+};
+int run_generate(const GenerateFlags& flags, const CommonFlags& common);
+
 // `kernelpro calibrate` (cli/calibrate_command.cc).
 struct CalibrateFlags {
   std::string store;       // --store: the calibration folder (default $XDG_DATA_HOME/kernelpro/calibration,

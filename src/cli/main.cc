@@ -123,6 +123,26 @@ int main(int argc, char** argv) {
   }
   add_common(analyze);
 
+  kp::cli::GenerateFlags generate_flags;
+  CLI::App* generate = app.add_subcommand("generate", "the model writes a candidate; kernelpro builds, checks, times, debugs and analyzes it");
+  {
+    generate->add_option("task", generate_flags.task, "task folder, or a KernelBench problem .py")->required();
+    generate->add_option("--config", generate_flags.config, "TOML file with an [llm] table (provider, model, base_url, api_key_env, retry, budget, prices)");
+    generate->add_option("--provider", generate_flags.provider, "openai, anthropic, command or manual (overrides --config)");
+    generate->add_option("--model", generate_flags.model, "the model's name at the provider");
+    generate->add_option("--base-url", generate_flags.base_url, "the API's base URL (a local vLLM, llama.cpp or Ollama server)");
+    generate->add_option("--run-dir", generate_flags.run_dir, "where attempts, prompts and the LLM call log go (default runs/<task>-generate)");
+    generate->add_option("--direction", generate_flags.direction, "what the coder should change");
+    generate->add_flag("--resume", generate_flags.resume, "continue the run in --run-dir (after answering a manual prompt)");
+    generate->add_option("--max-debug", generate_flags.max_debug, "debugger rounds after a failed candidate (default 3)")->check(CLI::NonNegativeNumber);
+    generate->add_flag("--no-tools", generate_flags.no_tools, "do not offer the coder tools (compile_check)");
+    generate->add_option("--prompts", generate_flags.prompts, "prompt template folder (default: kernelpro's prompts/)");
+    generate->add_option("--python", generate_flags.eval.python, "KernelBench: the Python that runs the worker");
+    generate->add_option("--seed", generate_flags.eval.seed, "input seed (default: private, random)");
+    generate->add_option("--timeout", generate_flags.eval.timeout_s, "seconds before a hanging run is killed")->check(CLI::PositiveNumber);
+  }
+  add_common(generate);
+
   kp::cli::ClassifyFlags classify_flags;
   CLI::App* classify = app.add_subcommand("classify", "the roofline class of every kernel in an ncu table you already have (no GPU needed)");
   classify->add_option("csv", classify_flags.csv, "ncu output: --csv --page raw --print-units base (--set full, or kernelpro's stage-1 list)")->required();
@@ -185,6 +205,7 @@ int main(int argc, char** argv) {
       return kp::cli::run_analyze(analyze_flags, common);
     }
     if (*classify) return kp::cli::run_classify(classify_flags, common);
+    if (*generate) return kp::cli::run_generate(generate_flags, common);
     if (*build) return kp::cli::run_build(build_flags, common);
     if (*doctor) return kp::cli::run_doctor(common);
     if (*calibrate) return kp::cli::run_calibrate(calibrate_flags, common);

@@ -60,11 +60,11 @@ const char* to_string(CacheMode mode);
 Result<CacheMode> cache_mode_from_string(std::string_view s);  // "off", "read-write", "replay"
 
 struct ClientOptions {
-  RetryPolicy retry;
-  Budget budget;
-  std::map<std::string, Price> prices;  // by model name, as in ChatRequest::model
+  RetryPolicy retry{};
+  Budget budget{};
+  std::map<std::string, Price> prices{};  // by model name, as in ChatRequest::model
   CacheMode cache = CacheMode::kOff;
-  std::string cache_dir;  // required unless cache is kOff
+  std::string cache_dir{};  // required unless cache is kOff
 };
 
 // Waiting and chance, injected so tests run without sleeping and reproducibly.

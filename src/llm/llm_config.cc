@@ -82,7 +82,7 @@ Result<LlmConfig> parse_llm_config(std::string_view text, const std::string& ori
                            "temperature", "stream", "command", "cache", "retry", "budget", "prices"},
                           "llm", origin))
     return *e;
-  std::string cache = "off";
+  std::string cache = "read-write";
   for (auto e : {get(*llm, "provider", c.provider, "llm", origin), get(*llm, "model", c.model, "llm", origin),
                  get(*llm, "base_url", c.base_url, "llm", origin), get(*llm, "api_key_env", c.api_key_env, "llm", origin),
                  get(*llm, "timeout_s", c.timeout_s, "llm", origin), get(*llm, "max_tokens", c.max_tokens, "llm", origin),

@@ -11,7 +11,7 @@
 //   temperature = 0.2
 //   stream = false
 //   command = ["llm", "-m", "gpt-4.1"]   # provider = "command"
-//   cache = "read-write"            # off | read-write | replay
+//   cache = "read-write"            # off | read-write (the default: a run resumes by replaying) | replay
 //   [llm.retry]   max_attempts, initial_backoff_s, multiplier, max_backoff_s, jitter, max_retry_after_s
 //   [llm.budget]  max_calls, max_tokens, max_cost_usd
 //   [llm.prices."gpt-4.1"]  input_per_mtok = 2.0, output_per_mtok = 8.0
@@ -43,7 +43,7 @@ struct LlmConfig {
   double temperature = 0.2;
   bool stream = false;
   std::vector<std::string> command;
-  ClientOptions client;  // cache mode here; cache_dir is set by the caller (the run directory)
+  ClientOptions client{.cache = CacheMode::kReadWrite};  // cache_dir is set by the caller (the run directory)
 };
 
 // Parses the [llm] table of `toml_text`; `origin` names the file in messages. A file without an

@@ -1,0 +1,79 @@
+// `kernelpro generate`: one candidate written by the model and carried to a verdict.
+//
+//   coder writes the candidate -> evaluate (build, correctness, timing)
+//     -> compile_error / load_error / runtime_error / crash / timeout / incorrect: the debugger
+//        gets the failure and its diagnostics, writes a fix, evaluate again (max_debug_rounds)
+//     -> ok: analyze it (when a GPU ran it), the feedback kept for the next step
+//     -> not_run (no GPU): the candidate built; stop and say so
+//
+// Every attempt's files are kept in RUN_DIR/attempt-N/ (candidate.cu, and candidate.py for
+// KernelBench) with its verdict in RUN_DIR/generate.json. Resuming is replaying: the caller's
+// LLM client answers requests it has seen from its cache, the manual provider finds the
+// answers written since, the build cache skips unchanged builds, so running the same command
+// again reaches the step where the last run stopped and goes on from there.
+//
+// A call to the model that fails stops the session with that error (kPending for a manual
+// prompt still unanswered: the caller prints where it is and exits cleanly).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/agents.h"
+#include "eval/evaluator.h"
+#include "task/task.h"
+
+namespace kp::driver {
+
+struct GenerateOptions {
+  std::filesystem::path run_dir;  // required
+  int max_debug_rounds = 3;       // debugger turns after the coder's candidate
+  std::string direction;          // what to change (empty: the coder chooses)
+  std::string feedback;           // the analysis of the current best, when known
+  std::string gpu;                // the GPU in words, for the prompts
+  // With a seed and no feedback: analyze the seed first (hooks.analyze), so the coder starts
+  // from its numbers. Needs a GPU; skipped when the analysis fails.
+  bool analyze_seed = true;
+};
+
+struct GenerateHooks {
+  // Evaluates the candidate files (native: cu; KernelBench: py and cu, cu may be empty).
+  std::function<Result<eval::EvalResult>(const std::filesystem::path& cu, const std::filesystem::path& py)> evaluate;
+  // The feedback text of `kernelpro analyze` on an ok candidate; may be empty (not run).
+  std::function<Result<std::string>(const std::filesystem::path& cu, const std::filesystem::path& py)> analyze;
+  std::function<void(const std::string&)> progress;  // one line per step; may be empty
+};
+
+struct GenerateAttempt {
+  std::string role;  // "coder" or "debugger"
+  std::filesystem::path dir;
+  eval::Outcome outcome = eval::Outcome::kNotRun;
+  std::string reason;
+  double speedup = 0;  // over the task's reference, when timed
+  int repairs = 0;     // repair prompts the reply needed
+  int tool_calls = 0;
+};
+
+struct GenerateReport {
+  std::vector<GenerateAttempt> attempts;
+  eval::Outcome outcome = eval::Outcome::kNotRun;  // the last attempt's
+  std::string feedback;                             // analyze's text on the final candidate, if run
+  nlohmann::json to_json() const;
+};
+
+// The brief the roles get: the task's description, interface (task.toml or the problem .py),
+// reference source and seed, and the GPU in words.
+Result<agent::TaskBrief> task_brief(const task::Task& task, const std::string& gpu);
+
+// The diagnostics the debugger gets for a failed evaluation: the build log for build failures,
+// else the reason, the worker's stderr tail and the check's numbers.
+std::string failure_diagnostics(const eval::EvalResult& result);
+
+Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agents, const GenerateHooks& hooks,
+                                    const GenerateOptions& options, const agent::CoderTools* tools = nullptr);
+
+}  // namespace kp::driver

@@ -1,0 +1,152 @@
+// e2e tier: `kernelpro generate` as a user runs it, with the model reached through the manual
+// provider (a real stop and resume, answers in tests/data/llm/gelu_manual) and the command
+// provider (a real child process). The build is real nvcc; without a GPU the session ends at
+// "built, not run" (exit 3), with one it goes on to the verdict.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "sys/subprocess.h"
+#include "sys/temp_dir.h"
+#include "tests/support/paths.h"
+#include "util/strings.h"
+
+namespace kp {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct GenRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+class GenerateE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = testing::nvcc_missing()) GTEST_SKIP() << *why;
+    auto d = sys::TempDir::create("kp-gen-e2e-");
+    ASSERT_TRUE(d.ok());
+    dir_ = std::make_unique<sys::TempDir>(std::move(*d));
+    run_dir_ = dir_->path() / "run";
+  }
+  GenRun kernelpro(std::vector<std::string> args, std::vector<std::pair<std::string, std::string>> env = {}) {
+    sys::Command c;
+    c.argv = {testing::kernelpro_binary().string(), "generate"};
+    c.argv.insert(c.argv.end(), args.begin(), args.end());
+    c.env_set = {{"XDG_CACHE_HOME", (dir_->path() / "cache").string()}};
+    c.env_set.insert(c.env_set.end(), env.begin(), env.end());
+    c.timeout = std::chrono::milliseconds(600000);
+    auto r = sys::run(c);
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    if (!r.ok()) return {};
+    return {r->exit_code, r->stdout_text, r->stderr_text};
+  }
+  // The one prompt file without an answer beside it.
+  fs::path pending_prompt() {
+    fs::path found;
+    for (const auto& e : fs::directory_iterator(run_dir_ / "manual")) {
+      const std::string name = e.path().filename().string();
+      if (name.size() > 10 && name.substr(name.size() - 10) == ".prompt.md") {
+        fs::path answer = e.path().parent_path() / (name.substr(0, name.size() - 10) + ".answer.md");
+        if (!fs::exists(answer)) {
+          EXPECT_TRUE(found.empty()) << "two prompts wait for answers";
+          found = e.path();
+        }
+      }
+    }
+    return found;
+  }
+  void answer(const fs::path& prompt, const std::string& data_file) {
+    const std::string p = prompt.string();
+    auto text = read_file((testing::test_data_dir() / "llm" / "gelu_manual" / data_file).string());
+    ASSERT_TRUE(text.ok());
+    ASSERT_TRUE(write_file(p.substr(0, p.size() - 10) + ".answer.md", *text).ok());
+  }
+  std::vector<std::string> args(bool resume) {
+    std::vector<std::string> a = {(testing::examples_dir() / "gelu").string(), "--provider", "manual", "--run-dir",
+                                  run_dir_.string()};
+    if (resume) a.push_back("--resume");
+    return a;
+  }
+  std::unique_ptr<sys::TempDir> dir_;
+  fs::path run_dir_;
+};
+
+TEST_F(GenerateE2e, ManualProviderStopsAndResumesThroughTheDebugger) {
+  GenRun first = kernelpro(args(false));
+  ASSERT_EQ(first.exit_code, 5) << first.err;
+  EXPECT_NE(first.err.find("waiting for a manual answer"), std::string::npos) << first.err;
+  EXPECT_NE(first.err.find("--resume"), std::string::npos) << first.err;
+  fs::path coder = pending_prompt();
+  ASSERT_FALSE(coder.empty());
+  auto prompt = read_file(coder.string());
+  ASSERT_TRUE(prompt.ok());
+  EXPECT_NE(prompt->find("Write a faster CUDA candidate for the native task \"gelu\""), std::string::npos);
+  EXPECT_NE(prompt->find("## The best candidate so far"), std::string::npos) << "the seed is shown";
+  EXPECT_NE(prompt->find("KP_EXPORT int kp_run(kp_args* args);"), std::string::npos) << "the ABI is explained";
+
+  GenRun again = kernelpro(args(false));  // the folder holds no finished step yet: same stop
+  EXPECT_EQ(again.exit_code, 5) << again.err;
+  answer(coder, "coder_answer.md");
+  GenRun second = kernelpro(args(true));
+  ASSERT_EQ(second.exit_code, 5) << second.err;  // compile error -> the debugger's prompt waits
+  fs::path debugger = pending_prompt();
+  ASSERT_FALSE(debugger.empty());
+  auto dprompt = read_file(debugger.string());
+  ASSERT_TRUE(dprompt.ok());
+  EXPECT_NE(dprompt->find("failed: compile_error"), std::string::npos);
+  EXPECT_NE(dprompt->find("error: expected a \";\""), std::string::npos) << *dprompt;
+
+  GenRun blocked = kernelpro(args(false));
+  EXPECT_EQ(blocked.exit_code, 2);
+  EXPECT_NE(blocked.err.find("add --resume to continue it"), std::string::npos) << blocked.err;
+
+  answer(debugger, "debugger_answer.md");
+  GenRun third = kernelpro(args(true));
+  const bool gpu = !testing::gpu_missing();
+  if (!gpu) {
+    EXPECT_EQ(third.exit_code, 3) << third.err;
+  }
+  auto report = read_file((run_dir_ / "generate.json").string());
+  ASSERT_TRUE(report.ok());
+  json j = json::parse(*report);
+  ASSERT_EQ(j["attempts"].size(), 2u) << j.dump(2);
+  EXPECT_EQ(j["attempts"][0]["outcome"], "compile_error");
+  EXPECT_EQ(j["attempts"][1]["role"], "debugger");
+  EXPECT_EQ(j["attempts"][1]["outcome"], gpu ? "ok" : "not_run") << j.dump(2);
+  EXPECT_TRUE(fs::exists(run_dir_ / "attempt-2" / "candidate.cu"));
+  auto calls = read_file((run_dir_ / "llm_calls.jsonl").string());
+  ASSERT_TRUE(calls.ok());
+  EXPECT_EQ(split_lines(*calls).size(), 2u) << *calls;  // the coder (from the cache) and the debugger
+}
+
+TEST_F(GenerateE2e, CommandProviderAndConfigErrors) {
+  const fs::path answer = testing::test_data_dir() / "llm" / "gelu_manual" / "debugger_answer.md";
+  const fs::path config = dir_->path() / "kernelpro.toml";
+  ASSERT_TRUE(write_file(config.string(), "[llm]\nprovider = \"command\"\ncommand = [\"/bin/sh\", \"-c\", \"cat > /dev/null; cat '" +
+                                              answer.string() + "'\"]\n")
+                  .ok());
+  GenRun r = kernelpro({(testing::examples_dir() / "gelu").string(), "--config", config.string(), "--run-dir", run_dir_.string()});
+  if (testing::gpu_missing()) {
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+  }
+  json j = json::parse(read_file((run_dir_ / "generate.json").string()).value());
+  ASSERT_EQ(j["attempts"].size(), 1u);
+  EXPECT_NE(j["attempts"][0]["outcome"], "compile_error") << j.dump(2);
+
+  GenRun no_key = kernelpro({(testing::examples_dir() / "gelu").string(), "--provider", "openai", "--model", "gpt-x",
+                          "--run-dir", (dir_->path() / "r2").string()},
+                         {{"OPENAI_API_KEY", ""}});
+  EXPECT_EQ(no_key.exit_code, 2);
+  EXPECT_NE(no_key.err.find("$OPENAI_API_KEY is not set"), std::string::npos) << no_key.err;
+  ASSERT_TRUE(write_file(config.string(), "[llm]\nprovider = \"openai\"\napi_key = \"sk-oops\"\n").ok());
+  GenRun leak = kernelpro({(testing::examples_dir() / "gelu").string(), "--config", config.string()});
+  EXPECT_EQ(leak.exit_code, 2);
+  EXPECT_NE(leak.err.find("only from the environment"), std::string::npos) << leak.err;
+}
+
+}  // namespace
+}  // namespace kp
