@@ -78,7 +78,11 @@ Result<std::string> render_template(std::string_view text, const Vars& vars, con
   }
   if (!sections.empty())
     return make_error(ErrorCode::kInvalidInput, fmt::format("{}: section {{{{#{}}}}} is not closed", what, sections.back().first));
-  return out;
+  // Sections left out leave runs of blank lines: keep at most one.
+  std::string tidy;
+  for (char c : out)
+    if (!(c == '\n' && tidy.size() >= 2 && tidy[tidy.size() - 1] == '\n' && tidy[tidy.size() - 2] == '\n')) tidy += c;
+  return tidy;
 }
 
 }  // namespace kp::agent

@@ -4,7 +4,8 @@
 // only when the variable is set and not empty (for optional parts: feedback, lessons, the
 // current best). render() fails, naming the template and the variable, when a {{name}} outside
 // a false section has no value, and when a section is not closed: a prompt never goes out with
-// a hole in it. Values are inserted as they are (no escaping; prompts are plain text).
+// a hole in it. Values are inserted as they are (no escaping; prompts are plain text); runs of
+// blank lines (left by sections that are out) are cut to one.
 #pragma once
 
 #include <map>

@@ -59,9 +59,9 @@ class GenerateE2e : public ::testing::Test {
     }
     return found;
   }
-  void answer(const fs::path& prompt, const std::string& data_file) {
+  void answer(const fs::path& prompt, const std::string& data_file, const std::string& folder = "gelu_manual") {
     const std::string p = prompt.string();
-    auto text = read_file((testing::test_data_dir() / "llm" / "gelu_manual" / data_file).string());
+    auto text = read_file((testing::test_data_dir() / "llm" / folder / data_file).string());
     ASSERT_TRUE(text.ok());
     ASSERT_TRUE(write_file(p.substr(0, p.size() - 10) + ".answer.md", *text).ok());
   }
@@ -121,6 +121,29 @@ TEST_F(GenerateE2e, ManualProviderStopsAndResumesThroughTheDebugger) {
   auto calls = read_file((run_dir_ / "llm_calls.jsonl").string());
   ASSERT_TRUE(calls.ok());
   EXPECT_EQ(split_lines(*calls).size(), 2u) << *calls;  // the coder (from the cache) and the debugger
+}
+
+TEST_F(GenerateE2e, KernelBenchProblemInTheFastForm) {
+  const std::vector<std::string> a = {(testing::test_data_dir() / "kernelbench" / "problems" / "relu.py").string(),
+                                      "--provider", "manual", "--run-dir", run_dir_.string()};
+  GenRun first = kernelpro(a);
+  ASSERT_EQ(first.exit_code, 5) << first.err;
+  fs::path prompt = pending_prompt();
+  ASSERT_FALSE(prompt.empty());
+  auto text = read_file(prompt.string());
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->find("kernelpro_torch.load()"), std::string::npos);
+  EXPECT_NE(text->find("def get_inputs():"), std::string::npos) << "the problem is shown";
+  answer(prompt, "coder_answer.md", "relu_manual");
+  std::vector<std::string> resume = a;
+  resume.push_back("--resume");
+  GenRun second = kernelpro(resume);
+  EXPECT_NE(second.exit_code, 5) << second.err;
+  EXPECT_TRUE(fs::exists(run_dir_ / "attempt-1" / "candidate.py"));
+  EXPECT_TRUE(fs::exists(run_dir_ / "attempt-1" / "candidate.cu"));
+  json j = json::parse(read_file((run_dir_ / "generate.json").string()).value());
+  ASSERT_EQ(j["attempts"].size(), 1u);
+  EXPECT_NE(j["attempts"][0]["outcome"], "compile_error") << j.dump(2);
 }
 
 TEST_F(GenerateE2e, CommandProviderAndConfigErrors) {
