@@ -14,7 +14,7 @@ json GenerateReport::to_json() const {
   for (const auto& x : attempts)
     a.push_back({{"role", x.role}, {"dir", x.dir.string()}, {"outcome", eval::to_string(x.outcome)}, {"reason", x.reason},
                  {"speedup", x.speedup}, {"repairs", x.repairs}, {"tool_calls", x.tool_calls}});
-  return {{"attempts", a}, {"outcome", eval::to_string(outcome)}, {"feedback", feedback}};
+  return {{"direction", direction}, {"attempts", a}, {"outcome", eval::to_string(outcome)}, {"feedback", feedback}};
 }
 
 Result<agent::TaskBrief> task_brief(const task::Task& task, const std::string& gpu) {
@@ -91,8 +91,16 @@ Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agent
   if (ec) return make_error(ErrorCode::kIo, fmt::format("creating {}: {}", o.run_dir.string(), ec.message()));
   auto save = [&]() -> Status { return write_file((o.run_dir / "generate.json").string(), report.to_json().dump(2) + "\n"); };
 
+  report.direction = o.direction;
+  if (report.direction.empty() && o.plan && !feedback.empty()) {
+    say("planner: choosing a direction from the seed's analysis");
+    auto plan = agents.plan(*brief, feedback, "", "");
+    if (!plan) return plan.error();
+    report.direction = plan->direction + (plan->why.empty() ? "" : " (why: " + plan->why + ")");
+    say("planner: " + report.direction);
+  }
   say("coder: writing a candidate");
-  auto written = agents.write(*brief, o.direction, feedback, tools);
+  auto written = agents.write(*brief, report.direction, feedback, tools);
   if (!written) return written.error();
   agent::CandidateFiles files = written->files;
   GenerateAttempt attempt{"coder", {}, eval::Outcome::kNotRun, "", 0, written->repairs, written->tool_calls};

@@ -1,5 +1,7 @@
 // `kernelpro generate`: one candidate written by the model and carried to a verdict.
 //
+//   (on a GPU, with a seed) analyze the seed -> (with its feedback, no --direction) the planner
+//   picks a direction ->
 //   coder writes the candidate -> evaluate (build, correctness, timing)
 //     -> compile_error / load_error / runtime_error / crash / timeout / incorrect: the debugger
 //        gets the failure and its diagnostics, writes a fix, evaluate again (max_debug_rounds)
@@ -38,6 +40,8 @@ struct GenerateOptions {
   // With a seed and no feedback: analyze the seed first (hooks.analyze), so the coder starts
   // from its numbers. Needs a GPU; skipped when the analysis fails.
   bool analyze_seed = true;
+  // With feedback and no direction: the planner picks the direction first.
+  bool plan = true;
 };
 
 struct GenerateHooks {
@@ -59,6 +63,7 @@ struct GenerateAttempt {
 };
 
 struct GenerateReport {
+  std::string direction;  // the coder's direction: the caller's, the planner's, or empty
   std::vector<GenerateAttempt> attempts;
   eval::Outcome outcome = eval::Outcome::kNotRun;  // the last attempt's
   std::string feedback;                             // analyze's text on the final candidate, if run

@@ -1,0 +1,106 @@
+// The generate flow with the model behind a real loopback server (OpenAI wire format) and the
+// evaluator's verdicts given by the hooks: a GPU's outcomes (ok, incorrect) cannot be produced
+// on a CPU, and the flow around them is what is under test here. The real evaluator is used
+// by tests/e2e/generate_e2e_test.cc.
+#include "driver/generate_session.h"
+
+#include <gtest/gtest.h>
+
+#include "llm/client.h"
+#include "task/native_task_loader.h"
+#include "tests/support/fake_llm_server.h"
+#include "sys/temp_dir.h"
+#include "tests/support/paths.h"
+#include "util/strings.h"
+
+namespace kp::driver {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string reply(const std::string& content) {
+  return json{{"id", "c"}, {"object", "chat.completion"}, {"model", "m"},
+              {"choices", json::array({{{"index", 0}, {"message", {{"role", "assistant"}, {"content", content}}}, {"finish_reason", "stop"}}})},
+              {"usage", {{"prompt_tokens", 1}, {"completion_tokens", 1}}}}
+      .dump();
+}
+
+const char* kCandidate = "```cuda\nKP_EXPORT int kp_run(kp_args* args) { return 0; }\n```";
+
+TEST(GenerateSession, PlansFromTheSeedsAnalysisThenDebugsAWrongAnswer) {
+  testing::FakeLlmServer server;
+  server.push({.body = reply(R"({"direction": "float4 loads and a grid-stride loop", "why": "DRAM at 71%"})")});
+  server.push({.body = reply(kCandidate)});
+  server.push({.body = reply(kCandidate)});
+  auto transport = llm::make_curl_transport();
+  llm::HttpProviderOptions po;
+  po.base_url = server.base_url();
+  auto provider = llm::make_openai_provider(po, *transport);
+  llm::LlmClient client(*provider, {}, {[](double) {}, [] { return 0.5; }, nullptr});
+  auto prompts = agent::PromptLibrary::load((kp::testing::source_dir() / "prompts").string());
+  ASSERT_TRUE(prompts.ok());
+  agent::Agents agents(client, *prompts, "m", {.tools = false});
+  auto task = task::load_native_task((kp::testing::examples_dir() / "gelu").string());
+  ASSERT_TRUE(task.ok()) << task.error().message;
+
+  int evaluations = 0;
+  std::vector<fs::path> analyzed;
+  GenerateHooks hooks;
+  hooks.evaluate = [&](const fs::path& cu, const fs::path&) -> Result<eval::EvalResult> {
+    eval::EvalResult r;
+    EXPECT_TRUE(fs::exists(cu));
+    if (++evaluations == 1) {
+      r.outcome = eval::Outcome::kIncorrect;
+      r.reason = "output y: 512 of 67108864 elements off";
+      eval::WorkerReport w;
+      eval::OutputCheck c;
+      c.elements = 67108864;
+      c.mismatches = 512;
+      c.max_abs_error = 0.25;
+      c.reason = "first bad element [67108352]: got 0, expected 1.2";
+      w.checks = {c};
+      w.output_names = {"y"};
+      r.report = w;
+    } else {
+      r.outcome = eval::Outcome::kOk;
+      r.speedup_vs_reference = 1.4;
+    }
+    return r;
+  };
+  hooks.analyze = [&](const fs::path& cu, const fs::path&) -> Result<std::string> {
+    analyzed.push_back(cu);
+    return std::string("MAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof");
+  };
+  sys::TempDir dir = sys::TempDir::create("kp-gen-").value();
+  GenerateOptions o;
+  o.run_dir = dir.path() / "run";
+  o.gpu = "NVIDIA H200";
+  auto report = run_generate(*task, agents, hooks, o);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_EQ(report->direction, "float4 loads and a grid-stride loop (why: DRAM at 71%)");
+  ASSERT_EQ(report->attempts.size(), 2u);
+  EXPECT_EQ(report->attempts[0].outcome, eval::Outcome::kIncorrect);
+  EXPECT_EQ(report->attempts[1].role, "debugger");
+  EXPECT_EQ(report->outcome, eval::Outcome::kOk);
+  EXPECT_EQ(report->feedback, "MAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof");
+  ASSERT_EQ(analyzed.size(), 2u);  // the seed, then the final candidate
+  EXPECT_EQ(analyzed[0], *task->seed_path);
+
+  auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  const std::string coder = json::parse(requests[1].body)["messages"][1]["content"];
+  EXPECT_NE(coder.find("on NVIDIA H200"), std::string::npos);
+  EXPECT_NE(coder.find("## What profiling says about it\nMAIN BOTTLENECK"), std::string::npos);
+  EXPECT_NE(coder.find("## What to change this time\nfloat4 loads"), std::string::npos);
+  const std::string debugger = json::parse(requests[2].body)["messages"][1]["content"];
+  EXPECT_NE(debugger.find("failed: incorrect"), std::string::npos);
+  EXPECT_NE(debugger.find("output y: 512 of 67108864 elements off, 0 unwritten, 0 NaN/Inf; max abs error 0.25"), std::string::npos)
+      << debugger;
+  auto saved = read_file((o.run_dir / "generate.json").string());
+  ASSERT_TRUE(saved.ok());
+  EXPECT_EQ(json::parse(*saved)["attempts"].size(), 2u);
+}
+
+}  // namespace
+}  // namespace kp::driver
