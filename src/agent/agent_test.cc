@@ -178,6 +178,21 @@ TEST(AgentRoles, CoderCallsToolsThenAnswers) {
   EXPECT_NE(msgs[3]["content"].get<std::string>().find("18 registers"), std::string::npos);
 }
 
+TEST(AgentRoles, CoderWithToolsOfferedStillRepairsWithinItsLimit) {
+  Rig rig;
+  rig.server.push({.body = openai_reply("Let me think about coalescing.")});
+  rig.server.push({.body = openai_reply("Still thinking.")});
+  rig.server.push({.body = openai_reply(kNativeCandidate)});
+  CoderTools tools;
+  tools.compile_check = [](const std::string&) { return std::string("compiled"); };
+  Agents agents(*rig.client, rig.prompts, "m", {.max_repairs = 2});
+  auto r = agents.write(gelu(), "", "", &tools);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->repairs, 2);
+  EXPECT_EQ(r->tool_calls, 0);
+  EXPECT_EQ(rig.server.requests().size(), 3u);
+}
+
 TEST(AgentRoles, PlannerAnalystAndDebugger) {
   Rig rig;
   rig.server.push({.body = openai_reply("```json\n{\"direction\": \"online softmax: one pass\", \"actions\": [\"reuse_data\"], \"why\": \"DRAM 1.9x ideal\"}\n```")});

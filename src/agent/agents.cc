@@ -54,9 +54,10 @@ ChatRequest Agents::request(const std::string& user) const {
 }
 
 template <typename T>
-Result<T> Agents::converse(ChatRequest req, const std::function<Result<T>(const ChatReply&)>& parse, int* repairs) {
+Result<T> Agents::converse(ChatRequest req, const std::function<Result<T>(const ChatReply&)>& parse, int* repairs,
+                           std::optional<ChatReply> first) {
   for (int round = 0;; ++round) {
-    auto reply = client_.chat(req);
+    Result<ChatReply> reply = round == 0 && first ? Result<ChatReply>(std::move(*first)) : client_.chat(req);
     if (!reply) return reply.error();
     auto parsed = parse(*reply);
     if (parsed) return parsed;
@@ -127,26 +128,14 @@ Result<CoderResult> Agents::write(const TaskBrief& task, const std::string& dire
       req.tools.push_back({"search_code", "Search CUTLASS and CuTe source for an identifier or a phrase; returns file:line hits.",
                            json::parse(R"({"type":"object","properties":{"query":{"type":"string"}},"required":["query"]})")});
   }
-  // Tool rounds: run the calls, hand back the results, ask again.
+  // Tool rounds: run the calls, hand back the results, ask again. A reply without calls is the
+  // answer, judged (and repaired) below.
+  std::optional<ChatReply> answer;
   for (int round = 0; offer && round < o_.max_tool_rounds; ++round) {
     auto reply = client_.chat(req);
     if (!reply) return reply.error();
     if (reply->tool_calls.empty()) {
-      // No tools wanted: this reply is the answer (or the start of the repair loop below).
-      std::function<Result<CandidateFiles>(const ChatReply&)> parse = [&](const ChatReply& r) {
-        return extract_candidate(r.text, task.kind);
-      };
-      auto files = parse(*reply);
-      if (files) {
-        result.files = std::move(*files);
-        result.reply = reply->text;
-        return result;
-      }
-      req.messages.push_back({Role::kAssistant, reply->text, {}, ""});
-      auto repair = prompts_.render("repair", {{"reason", files.error().message}});
-      if (!repair) return repair.error();
-      req.messages.push_back({Role::kUser, *repair, {}, ""});
-      ++result.repairs;
+      answer = std::move(*reply);
       break;
     }
     req.messages.push_back({Role::kAssistant, reply->text, reply->tool_calls, ""});
@@ -175,7 +164,7 @@ Result<CoderResult> Agents::write(const TaskBrief& task, const std::string& dire
   auto files = converse<CandidateFiles>(req, [&](const ChatReply& r) {
     last = r.text;
     return parse(r);
-  }, &repairs);
+  }, &repairs, std::move(answer));
   if (!files) return files.error();
   result.files = std::move(*files);
   result.repairs += repairs;

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,9 +95,11 @@ class Agents {
  private:
   Vars task_vars(const TaskBrief& task) const;
   llm::ChatRequest request(const std::string& user) const;
-  // Asks, and asks again with the repair template while `parse` returns an error.
+  // Asks, and asks again with the repair template while `parse` returns an error. `first`, when
+  // set, is a reply to `req` already in hand (the coder's tool loop), judged before asking.
   template <typename T>
-  Result<T> converse(llm::ChatRequest req, const std::function<Result<T>(const llm::ChatReply&)>& parse, int* repairs);
+  Result<T> converse(llm::ChatRequest req, const std::function<Result<T>(const llm::ChatReply&)>& parse, int* repairs,
+                     std::optional<llm::ChatReply> first = std::nullopt);
 
   llm::LlmClient& client_;
   const PromptLibrary& prompts_;

@@ -97,6 +97,18 @@ TEST(LlmClient, OpenAiStreamOverChunkedSse) {
   EXPECT_EQ(rig.server.requests()[0].headers["accept"], "text/event-stream");
 }
 
+TEST(LlmClient, AServerThatIgnoresStreamAnswersPlainJson) {
+  Rig rig;
+  rig.server.push({.body = openai_reply("plain")});  // application/json, although stream was asked for
+  LlmClient client(*rig.provider, {}, rig.hooks);
+  ChatRequest r = ask("hi");
+  r.stream = true;
+  auto reply = client.chat(r);
+  ASSERT_TRUE(reply.ok()) << reply.error().message;
+  EXPECT_EQ(reply->text, "plain");
+  EXPECT_EQ(client.records()[0].attempts, 1);
+}
+
 TEST(LlmClient, AnthropicHeadersBodyAndStream) {
   Rig rig("anthropic");
   rig.server.push({.content_type = "text/event-stream",

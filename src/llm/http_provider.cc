@@ -89,7 +89,11 @@ class HttpProvider final : public Provider {
       }
       return a;
     }
-    const bool sse = request.stream || response->headers["content-type"].rfind("text/event-stream", 0) == 0;
+    // A stream when the server says so; a server that ignores "stream" answers plain JSON.
+    const std::string& type = response->headers["content-type"];
+    const bool sse = type.rfind("text/event-stream", 0) == 0 ||
+                     (request.stream && type.rfind("application/json", 0) != 0 &&
+                      std::string_view(response->body).substr(0, 1) != "{");
     Result<ChatReply> reply = api_ == Api::kOpenAi ? (sse ? parse_openai_stream(response->body) : parse_openai_reply(response->body))
                                                    : (sse ? parse_anthropic_stream(response->body) : parse_anthropic_reply(response->body));
     if (!reply) {
