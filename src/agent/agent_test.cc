@@ -82,7 +82,8 @@ TEST(AgentPrompts, EveryShippedTemplateRendersWithItsRolesVariables) {
            {"debugger_kernelbench", with({{"failed", "f"}, {"failure", "incorrect"}, {"diagnostics", "d"}})},
            {"planner", with({{"feedback", "f"}, {"lessons", ""}, {"history", ""}})},
            {"analyst", with({{"feedback", "f"}, {"tools", "- a\n"}})},
-           {"repair", {{"reason", "r"}}}}) {
+           {"repair", {{"reason", "r"}}},
+           {"tool_rounds_over", {}}}) {
     auto text = rig.prompts.render(name, vars);
     EXPECT_TRUE(text.ok()) << name << ": " << text.error().message;
   }
@@ -191,6 +192,24 @@ TEST(AgentRoles, CoderWithToolsOfferedStillRepairsWithinItsLimit) {
   EXPECT_EQ(r->repairs, 2);
   EXPECT_EQ(r->tool_calls, 0);
   EXPECT_EQ(rig.server.requests().size(), 3u);
+}
+
+TEST(AgentRoles, ToolRoundsRunOutAndTheModelIsToldToAnswer) {
+  Rig rig;
+  rig.server.push({.body = openai_reply("", json::array({{{"id", "c1"}, {"type", "function"},
+      {"function", {{"name", "compile_check"}, {"arguments", "not json"}}}}}))});
+  rig.server.push({.body = openai_reply(kNativeCandidate)});
+  CoderTools tools;
+  int calls = 0;
+  tools.compile_check = [&](const std::string&) { ++calls; return std::string("compiled"); };
+  Agents agents(*rig.client, rig.prompts, "m", {.max_tool_rounds = 1});
+  auto r = agents.write(gelu(), "", "", &tools);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  json second = rig.request(1);
+  EXPECT_EQ(second.count("tools"), 0u) << "no tools offered after the last round";
+  EXPECT_NE(second["messages"][3]["content"].get<std::string>().find("arguments were not JSON"), std::string::npos);
+  EXPECT_EQ(calls, 0) << "a tool is not run on arguments that are not JSON";
+  EXPECT_NE(second["messages"].back()["content"].get<std::string>().find("last round of tool calls"), std::string::npos);
 }
 
 TEST(AgentRoles, PlannerAnalystAndDebugger) {

@@ -144,16 +144,18 @@ Result<CoderResult> Agents::write(const TaskBrief& task, const std::string& dire
       json args = json::parse(c.arguments_json, nullptr, false);
       auto arg = [&](const char* k) { return args.is_object() && args.contains(k) && args[k].is_string() ? args[k].get<std::string>() : ""; };
       std::string out;
-      if (c.name == "compile_check" && tools->compile_check) out = tools->compile_check(arg("source"));
+      if (args.is_discarded()) out = "the arguments were not JSON: " + c.arguments_json.substr(0, 200);
+      else if (c.name == "compile_check" && tools->compile_check) out = tools->compile_check(arg("source"));
       else if (c.name == "run_analysis_tool" && tools->run_analysis_tool) out = tools->run_analysis_tool(arg("name"));
       else if (c.name == "search_code" && tools->search_code) out = tools->search_code(arg("query"));
       else out = fmt::format("unknown tool \"{}\"; the tools are: compile_check, run_analysis_tool, search_code", c.name);
-      if (args.is_discarded()) out = "the arguments were not JSON: " + c.arguments_json.substr(0, 200);
       req.messages.push_back({Role::kTool, cut_log(out), {}, c.id});
     }
     if (round + 1 == o_.max_tool_rounds) {
       req.tools.clear();
-      req.messages.push_back({Role::kUser, "That was the last tool round. Now send the whole candidate.", {}, ""});
+      auto over = prompts_.render("tool_rounds_over", {});
+      if (!over) return over.error();
+      req.messages.push_back({Role::kUser, *over, {}, ""});
     }
   }
   std::function<Result<CandidateFiles>(const ChatReply&)> parse = [&](const ChatReply& r) {

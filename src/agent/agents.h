@@ -17,7 +17,7 @@
 // to answer without tools.
 //
 // Templates (prompts/): planner, coder_native, coder_kernelbench, debugger_native,
-// debugger_kernelbench, analyst, repair, system. Each role's variables are listed beside it.
+// debugger_kernelbench, analyst, repair, tool_rounds_over, system.
 #pragma once
 
 #include <functional>
