@@ -494,8 +494,6 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
                                fmt::format("{} holds an earlier run: add --resume to continue it, or choose another "
                                            "--run-dir",
                                            run_dir.string())));
-  fs::create_directories(run_dir, ec);
-
   std::string api_key;
   const std::string key_env = config.api_key_env.empty() ? llm::default_api_key_env(config.provider) : config.api_key_env;
   if (!key_env.empty())
@@ -505,6 +503,7 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
                                fmt::format("${} is not set: export the API key for {}, or point --base-url at a local "
                                            "server that needs none",
                                            key_env, config.provider)));
+  fs::create_directories(run_dir, ec);
   auto transport = llm::make_curl_transport();
   llm::ProviderContext ctx;
   ctx.api_key = api_key;
@@ -512,6 +511,9 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
   ctx.manual_dir = (run_dir / "manual").string();
   ctx.resume_hint = fmt::format("kernelpro generate {} --run-dir {} --resume{}", flags.task, run_dir.string(),
                                 flags.config.empty() ? " --provider " + config.provider : " --config " + flags.config);
+  if (!flags.model.empty()) ctx.resume_hint += " --model " + flags.model;
+  if (!flags.base_url.empty()) ctx.resume_hint += " --base-url " + flags.base_url;
+  if (!flags.direction.empty()) ctx.resume_hint += " --direction '" + flags.direction + "'";
   Error perr;
   auto provider = llm::make_provider(config, ctx, &perr);
   if (!provider) return exit_for(perr);
