@@ -158,18 +158,17 @@ Result<CoderResult> Agents::write(const TaskBrief& task, const std::string& dire
       req.messages.push_back({Role::kUser, *over, {}, ""});
     }
   }
-  std::function<Result<CandidateFiles>(const ChatReply&)> parse = [&](const ChatReply& r) {
-    return extract_candidate(r.text, task.kind);
-  };
-  int repairs = 0;
+  return candidate(std::move(req), task.kind, std::move(result), std::move(answer));
+}
+
+Result<CoderResult> Agents::candidate(ChatRequest req, TaskKind kind, CoderResult result, std::optional<ChatReply> first) {
   std::string last;
-  auto files = converse<CandidateFiles>(req, [&](const ChatReply& r) {
+  auto files = converse<CandidateFiles>(std::move(req), [&](const ChatReply& r) {
     last = r.text;
-    return parse(r);
-  }, &repairs, std::move(answer));
+    return extract_candidate(r.text, kind);
+  }, &result.repairs, std::move(first));
   if (!files) return files.error();
   result.files = std::move(*files);
-  result.repairs += repairs;
   result.reply = last;
   return result;
 }
@@ -182,16 +181,7 @@ Result<CoderResult> Agents::debug(const TaskBrief& task, const CandidateFiles& f
   v["diagnostics"] = cut_log(diagnostics);
   auto text = prompts_.render(task.kind == TaskKind::kNative ? "debugger_native" : "debugger_kernelbench", v);
   if (!text) return text.error();
-  CoderResult result;
-  std::string last;
-  auto files = converse<CandidateFiles>(request(*text), [&](const ChatReply& r) {
-    last = r.text;
-    return extract_candidate(r.text, task.kind);
-  }, &result.repairs);
-  if (!files) return files.error();
-  result.files = std::move(*files);
-  result.reply = last;
-  return result;
+  return candidate(request(*text), task.kind, {});
 }
 
 Result<std::vector<std::string>> Agents::choose_tools(const TaskBrief& task, const std::string& feedback,

@@ -101,6 +101,10 @@ class Agents {
   Result<T> converse(llm::ChatRequest req, const std::function<Result<T>(const llm::ChatReply&)>& parse, int* repairs,
                      std::optional<llm::ChatReply> first = std::nullopt);
 
+  // converse() for a reply that must hold the task's candidate files; fills `result`.
+  Result<CoderResult> candidate(llm::ChatRequest req, TaskKind kind, CoderResult result,
+                                std::optional<llm::ChatReply> first = std::nullopt);
+
   llm::LlmClient& client_;
   const PromptLibrary& prompts_;
   std::string model_;

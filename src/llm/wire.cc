@@ -55,6 +55,17 @@ std::vector<std::pair<std::string, std::string>> sse_events(std::string_view sse
   return out;
 }
 
+// The usage object's two counts, under the API's names for them; a count it lacks keeps base's.
+Usage usage_of(const json& usage, const char* input_key, const char* output_key, Usage base = {}) {
+  if (!usage.is_object()) return base;
+  return {usage.value(input_key, base.input_tokens), usage.value(output_key, base.output_tokens)};
+}
+
+// j[key] when it is a string, else "" (null, absent, another type).
+std::string string_or_empty(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
 std::string arguments_text(const json& input) { return input.is_null() ? "{}" : input.dump(); }
 
 json parse_arguments(const std::string& text) {
@@ -113,12 +124,9 @@ Result<ChatReply> parse_openai_reply(std::string_view body) {
       std::string args = fn.value("arguments", json("{}")).is_string() ? fn["arguments"].get<std::string>() : fn["arguments"].dump();
       r.tool_calls.push_back({c.value("id", ""), fn["name"].get<std::string>(), args});
     }
-  r.finish_raw = choice.value("finish_reason", json("")).is_string() ? choice["finish_reason"].get<std::string>() : "";
+  r.finish_raw = string_or_empty(choice, "finish_reason");
   r.finish = openai_finish(r.finish_raw);
-  if (j.contains("usage") && j["usage"].is_object()) {
-    r.usage.input_tokens = j["usage"].value("prompt_tokens", int64_t{0});
-    r.usage.output_tokens = j["usage"].value("completion_tokens", int64_t{0});
-  }
+  r.usage = usage_of(j.value("usage", json()), "prompt_tokens", "completion_tokens");
   r.model = j.value("model", "");
   return r;
 }
@@ -136,10 +144,7 @@ Result<ChatReply> parse_openai_stream(std::string_view sse) {
     if (j.is_discarded() || !j.is_object()) return protocol("a stream chunk is not JSON: " + data.substr(0, 200));
     if (j.contains("error")) return protocol("the stream reported an error: " + error_message_of(data));
     if (j.contains("model") && j["model"].is_string()) r.model = j["model"].get<std::string>();
-    if (j.contains("usage") && j["usage"].is_object()) {
-      r.usage.input_tokens = j["usage"].value("prompt_tokens", int64_t{0});
-      r.usage.output_tokens = j["usage"].value("completion_tokens", int64_t{0});
-    }
+    if (j.contains("usage")) r.usage = usage_of(j["usage"], "prompt_tokens", "completion_tokens");
     if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) continue;
     const json& choice = j["choices"][0];
     const json delta = choice.value("delta", json::object());
@@ -218,12 +223,9 @@ Result<ChatReply> parse_anthropic_reply(std::string_view body) {
     if (type == "text") r.text += b.value("text", "");
     if (type == "tool_use") r.tool_calls.push_back({b.value("id", ""), b.value("name", ""), arguments_text(b.value("input", json()))});
   }
-  r.finish_raw = j.value("stop_reason", json("")).is_string() ? j["stop_reason"].get<std::string>() : "";
+  r.finish_raw = string_or_empty(j, "stop_reason");
   r.finish = anthropic_finish(r.finish_raw);
-  if (j.contains("usage") && j["usage"].is_object()) {
-    r.usage.input_tokens = j["usage"].value("input_tokens", int64_t{0});
-    r.usage.output_tokens = j["usage"].value("output_tokens", int64_t{0});
-  }
+  r.usage = usage_of(j.value("usage", json()), "input_tokens", "output_tokens");
   r.model = j.value("model", "");
   return r;
 }
@@ -243,10 +245,7 @@ Result<ChatReply> parse_anthropic_stream(std::string_view sse) {
     if (type == "message_start") {
       const json m = j.value("message", json::object());
       r.model = m.value("model", "");
-      if (m.contains("usage")) {
-        r.usage.input_tokens = m["usage"].value("input_tokens", int64_t{0});
-        r.usage.output_tokens = m["usage"].value("output_tokens", int64_t{0});
-      }
+      r.usage = usage_of(m.value("usage", json()), "input_tokens", "output_tokens");
     } else if (type == "content_block_start") {
       const json cb = j.value("content_block", json::object());
       Block& b = blocks[j.value("index", 0)];
@@ -265,7 +264,7 @@ Result<ChatReply> parse_anthropic_stream(std::string_view sse) {
         r.finish_raw = d["stop_reason"].get<std::string>();
         r.finish = anthropic_finish(r.finish_raw);
       }
-      if (j.contains("usage")) r.usage.output_tokens = j["usage"].value("output_tokens", r.usage.output_tokens);
+      r.usage = usage_of(j.value("usage", json()), "input_tokens", "output_tokens", r.usage);
     } else if (type == "message_stop") {
       stopped = true;
     }
