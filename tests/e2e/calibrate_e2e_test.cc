@@ -9,6 +9,7 @@
 #include "profile/calibration.h"
 #include "sys/subprocess.h"
 #include "sys/temp_dir.h"
+#include "tests/support/cli_run.h"
 #include "tests/support/paths.h"
 #include "util/strings.h"
 
@@ -18,27 +19,16 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out, err;
-};
+using testing::CliRun;
 
 class CalibrateE2e : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = std::make_unique<sys::TempDir>(sys::TempDir::create("kp-e2e-cal-").value()); }
   CliRun kernelpro(std::vector<std::string> args, std::vector<std::pair<std::string, std::string>> env = {}) {
-    sys::Command c;
-    c.argv = {testing::kernelpro_binary().string(), "calibrate"};
-    c.argv.insert(c.argv.end(), args.begin(), args.end());
-    c.env_set = {{"XDG_DATA_HOME", (dir_->path() / "data").string()},
-                 {"XDG_CACHE_HOME", (dir_->path() / "cache").string()}};
-    c.env_set.insert(c.env_set.end(), env.begin(), env.end());
-    c.timeout = std::chrono::milliseconds(300000);
-    auto r = sys::run(c);
-    EXPECT_TRUE(r.ok()) << r.error().message;
-    if (!r.ok()) return {};
-    EXPECT_FALSE(r->timed_out);
-    return {r->exit_code, r->stdout_text, r->stderr_text};
+    args.insert(args.begin(), "calibrate");
+    env.insert(env.begin(), {{"XDG_DATA_HOME", (dir_->path() / "data").string()},
+                             {"XDG_CACHE_HOME", (dir_->path() / "cache").string()}});
+    return testing::run_kernelpro(args, env, std::chrono::minutes(5));
   }
   std::string fake_worker() const { return (testing::test_data_dir() / "calibration" / "fake_worker.sh").string(); }
   fs::path store() const { return dir_->path() / "store"; }

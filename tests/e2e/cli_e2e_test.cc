@@ -9,6 +9,7 @@
 
 #include "sys/subprocess.h"
 #include "sys/temp_dir.h"
+#include "tests/support/cli_run.h"
 #include "tests/support/paths.h"
 #include "util/strings.h"
 
@@ -17,10 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out, err;
-};
+using testing::CliRun;
 
 class CliE2e : public ::testing::Test {
  protected:
@@ -30,17 +28,8 @@ class CliE2e : public ::testing::Test {
     dir_ = std::make_unique<sys::TempDir>(std::move(*d));
   }
   CliRun kernelpro(std::vector<std::string> args, std::vector<std::pair<std::string, std::string>> env = {}) {
-    sys::Command c;
-    c.argv = {testing::kernelpro_binary().string()};
-    c.argv.insert(c.argv.end(), args.begin(), args.end());
-    c.env_set = {{"XDG_CACHE_HOME", (dir_->path() / "cache").string()}};
-    c.env_set.insert(c.env_set.end(), env.begin(), env.end());
-    c.timeout = std::chrono::milliseconds(600000);
-    auto r = sys::run(c);
-    EXPECT_TRUE(r.ok()) << r.error().message;
-    if (!r.ok()) return {};
-    EXPECT_FALSE(r->timed_out);
-    return {r->exit_code, r->stdout_text, r->stderr_text};
+    env.insert(env.begin(), {"XDG_CACHE_HOME", (dir_->path() / "cache").string()});
+    return testing::run_kernelpro(args, env);
   }
   fs::path write_task(const std::string& toml) {
     fs::path t = dir_->path() / "task";

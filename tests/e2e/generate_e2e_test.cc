@@ -9,6 +9,7 @@
 
 #include "sys/subprocess.h"
 #include "sys/temp_dir.h"
+#include "tests/support/cli_run.h"
 #include "tests/support/paths.h"
 #include "util/strings.h"
 
@@ -18,10 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct GenRun {
-  int exit_code = -1;
-  std::string out, err;
-};
+using GenRun = testing::CliRun;
 
 class GenerateE2e : public ::testing::Test {
  protected:
@@ -33,16 +31,9 @@ class GenerateE2e : public ::testing::Test {
     run_dir_ = dir_->path() / "run";
   }
   GenRun kernelpro(std::vector<std::string> args, std::vector<std::pair<std::string, std::string>> env = {}) {
-    sys::Command c;
-    c.argv = {testing::kernelpro_binary().string(), "generate"};
-    c.argv.insert(c.argv.end(), args.begin(), args.end());
-    c.env_set = {{"XDG_CACHE_HOME", (dir_->path() / "cache").string()}};
-    c.env_set.insert(c.env_set.end(), env.begin(), env.end());
-    c.timeout = std::chrono::milliseconds(600000);
-    auto r = sys::run(c);
-    EXPECT_TRUE(r.ok()) << r.error().message;
-    if (!r.ok()) return {};
-    return {r->exit_code, r->stdout_text, r->stderr_text};
+    args.insert(args.begin(), "generate");
+    env.insert(env.begin(), {"XDG_CACHE_HOME", (dir_->path() / "cache").string()});
+    return testing::run_kernelpro(args, env);
   }
   // The one prompt file without an answer beside it.
   fs::path pending_prompt() {

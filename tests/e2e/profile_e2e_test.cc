@@ -9,6 +9,7 @@
 
 #include "sys/subprocess.h"
 #include "sys/temp_dir.h"
+#include "tests/support/cli_run.h"
 #include "tests/support/paths.h"
 
 namespace kp {
@@ -16,25 +17,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct ProfileRun {
-  int exit_code = -1;
-  std::string out, err;
-};
+using ProfileRun = testing::CliRun;
 
 class ProfileE2e : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = std::make_unique<sys::TempDir>(sys::TempDir::create("kp-e2e-profile-").value()); }
   ProfileRun kernelpro(std::vector<std::string> args) {
-    sys::Command c;
-    c.argv = {testing::kernelpro_binary().string()};
-    c.argv.insert(c.argv.end(), args.begin(), args.end());
-    c.env_set = {{"XDG_CACHE_HOME", (dir_->path() / "cache").string()},
-                 {"XDG_DATA_HOME", (dir_->path() / "data").string()}};
-    c.timeout = std::chrono::milliseconds(600000);
-    auto r = sys::run(c);
-    EXPECT_TRUE(r.ok()) << r.error().message;
-    if (!r.ok()) return {};
-    return {r->exit_code, r->stdout_text, r->stderr_text};
+    return testing::run_kernelpro(args, {{"XDG_CACHE_HOME", (dir_->path() / "cache").string()},
+                                         {"XDG_DATA_HOME", (dir_->path() / "data").string()}});
   }
   std::unique_ptr<sys::TempDir> dir_;
 };
