@@ -1,7 +1,10 @@
 #include "driver/generate_session.h"
 
+#include <optional>
+
 #include <fmt/format.h>
 
+#include "util/hash.h"
 #include "util/strings.h"
 
 namespace kp::driver {
@@ -63,6 +66,56 @@ std::string failure_diagnostics(const eval::EvalResult& r) {
 
 namespace {
 
+// What the prompts of a run were written from: the GPU in words and the seed's analysis. Kept in
+// RUN_DIR/session.json so that a resumed run, on this machine or another, asks the model the
+// same questions (the replay finds its answers only for the same requests) and does not profile
+// the seed again.
+struct SessionFacts {
+  std::string gpu;
+  std::string seed_feedback;
+};
+
+std::optional<SessionFacts> load_facts(const fs::path& file) {
+  auto text = read_file(file.string());
+  if (!text) return std::nullopt;
+  json j = json::parse(*text, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  return SessionFacts{j.value("gpu", ""), j.value("seed_feedback", "")};
+}
+
+// The verdict of one attempt, kept in attempt-N/verdict.json beside the candidate it is for, so
+// that a resumed run does not evaluate (or profile) the same files again. "not_run" is not kept:
+// a run resumed on a GPU evaluates what a machine without one only built.
+struct Verdict {
+  std::string files_sha;
+  eval::Outcome outcome = eval::Outcome::kNotRun;
+  std::string reason;
+  double speedup = 0;
+  std::string diagnostics;  // for the debugger, when it failed
+  std::string analysis;     // analyze's feedback, when it passed
+};
+
+std::string files_sha(const agent::CandidateFiles& f) {
+  return sha256_hex(f.cuda + std::string(1, '\0') + f.python);
+}
+
+std::optional<Verdict> load_verdict(const fs::path& file, const std::string& sha) {
+  auto text = read_file(file.string());
+  if (!text) return std::nullopt;
+  json j = json::parse(*text, nullptr, false);
+  if (!j.is_object() || j.value("files_sha", "") != sha) return std::nullopt;
+  auto outcome = eval::outcome_from_string(j.value("outcome", ""));
+  if (!outcome || *outcome == eval::Outcome::kNotRun) return std::nullopt;
+  return Verdict{sha, *outcome, j.value("reason", ""), j.value("speedup", 0.0), j.value("diagnostics", ""),
+                 j.value("analysis", "")};
+}
+
+Status save_verdict(const fs::path& file, const Verdict& v) {
+  json j = {{"files_sha", v.files_sha}, {"outcome", eval::to_string(v.outcome)}, {"reason", v.reason},
+            {"speedup", v.speedup}, {"diagnostics", v.diagnostics}, {"analysis", v.analysis}};
+  return write_file(file.string(), j.dump(2) + "\n");
+}
+
 bool retryable(eval::Outcome o) {
   using eval::Outcome;
   return o == Outcome::kCompileError || o == Outcome::kLoadError || o == Outcome::kRuntimeError || o == Outcome::kCrash ||
@@ -76,19 +129,31 @@ Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agent
   auto say = [&](const std::string& s) {
     if (hooks.progress) hooks.progress(s);
   };
-  auto brief = task_brief(task, o.gpu);
-  if (!brief) return brief.error();
-  std::string feedback = o.feedback;
-  if (feedback.empty() && o.analyze_seed && task.seed_path && hooks.analyze) {
-    say("analyze: profiling the seed, for the coder");
-    auto fb = task.kind == task::TaskKind::kNative ? hooks.analyze(*task.seed_path, {}) : hooks.analyze({}, *task.seed_path);
-    if (fb) feedback = *fb;
-    else say("analyze: the seed was not profiled (" + fb.error().message + ")");
-  }
-  GenerateReport report;
   std::error_code ec;
   fs::create_directories(o.run_dir, ec);
   if (ec) return make_error(ErrorCode::kIo, fmt::format("creating {}: {}", o.run_dir.string(), ec.message()));
+  const fs::path facts_file = o.run_dir / "session.json";
+  SessionFacts facts;
+  if (auto kept = load_facts(facts_file)) {
+    facts = *kept;
+    if (facts.gpu != o.gpu) say("resume: the prompts keep the GPU of the first run (" + facts.gpu + ")");
+  } else {
+    facts.gpu = o.gpu;
+    facts.seed_feedback = o.feedback;
+    if (facts.seed_feedback.empty() && o.analyze_seed && task.seed_path && hooks.analyze) {
+      say("analyze: profiling the seed, for the coder");
+      auto fb = task.kind == task::TaskKind::kNative ? hooks.analyze(*task.seed_path, {}) : hooks.analyze({}, *task.seed_path);
+      if (fb) facts.seed_feedback = *fb;
+      else say("analyze: the seed was not profiled (" + fb.error().message + ")");
+    }
+    if (Status s = write_file(facts_file.string(), json{{"gpu", facts.gpu}, {"seed_feedback", facts.seed_feedback}}.dump(2) + "\n");
+        !s)
+      return s.error();
+  }
+  auto brief = task_brief(task, facts.gpu);
+  if (!brief) return brief.error();
+  const std::string& feedback = facts.seed_feedback;
+  GenerateReport report;
   auto save = [&]() -> Status { return write_file((o.run_dir / "generate.json").string(), report.to_json().dump(2) + "\n"); };
 
   report.direction = o.direction;
@@ -113,29 +178,38 @@ Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agent
       if (Status s = write_file(cu.string(), files.cuda); !s) return s.error();
     if (!py.empty())
       if (Status s = write_file(py.string(), files.python); !s) return s.error();
-    say(fmt::format("{}: evaluating {}", attempt.role, attempt.dir.string()));
-    auto result = hooks.evaluate(cu, py);
-    if (!result) return result.error();
-    attempt.outcome = result->outcome;
-    attempt.reason = result->reason;
-    attempt.speedup = result->speedup_vs_reference;
-    report.attempts.push_back(attempt);
-    report.outcome = result->outcome;
-    if (Status s = save(); !s) return s.error();
-    say(fmt::format("{}: {}{}", attempt.role, eval::to_string(result->outcome),
-                    result->reason.empty() ? "" : " (" + result->reason.substr(0, 200) + ")"));
-    if (result->outcome == eval::Outcome::kOk) {
-      if (hooks.analyze) {
+    const fs::path verdict_file = attempt.dir / "verdict.json";
+    const std::string sha = files_sha(files);
+    Verdict v;
+    if (auto kept = load_verdict(verdict_file, sha)) {
+      v = *kept;
+      say(fmt::format("{}: {} holds its verdict from an earlier run", attempt.role, attempt.dir.string()));
+    } else {
+      say(fmt::format("{}: evaluating {}", attempt.role, attempt.dir.string()));
+      auto result = hooks.evaluate(cu, py);
+      if (!result) return result.error();
+      v = Verdict{sha, result->outcome, result->reason, result->speedup_vs_reference,
+                  result->outcome == eval::Outcome::kOk ? "" : failure_diagnostics(*result), ""};
+      if (v.outcome == eval::Outcome::kOk && hooks.analyze) {
         auto fb = hooks.analyze(cu, py);
-        if (fb) report.feedback = *fb;
+        if (fb) v.analysis = *fb;
         else say("analyze: " + fb.error().message);
-        if (Status s = save(); !s) return s.error();
       }
-      return report;
+      if (Status s = save_verdict(verdict_file, v); !s) return s.error();
     }
-    if (!retryable(result->outcome) || round >= o.max_debug_rounds) return report;
-    say(fmt::format("debugger: fixing the {}", eval::to_string(result->outcome)));
-    auto fixed = agents.debug(*brief, files, eval::to_string(result->outcome), failure_diagnostics(*result));
+    attempt.outcome = v.outcome;
+    attempt.reason = v.reason;
+    attempt.speedup = v.speedup;
+    report.attempts.push_back(attempt);
+    report.outcome = v.outcome;
+    report.feedback = v.analysis;
+    if (Status s = save(); !s) return s.error();
+    say(fmt::format("{}: {}{}", attempt.role, eval::to_string(v.outcome),
+                    v.reason.empty() ? "" : " (" + v.reason.substr(0, 200) + ")"));
+    if (v.outcome == eval::Outcome::kOk) return report;
+    if (!retryable(v.outcome) || round >= o.max_debug_rounds) return report;
+    say(fmt::format("debugger: fixing the {}", eval::to_string(v.outcome)));
+    auto fixed = agents.debug(*brief, files, eval::to_string(v.outcome), v.diagnostics);
     if (!fixed) return fixed.error();
     files = fixed->files;
     attempt = GenerateAttempt{"debugger", {}, eval::Outcome::kNotRun, "", 0, fixed->repairs, 0};

@@ -9,10 +9,13 @@
 //     -> not_run (no GPU): the candidate built; stop and say so
 //
 // Every attempt's files are kept in RUN_DIR/attempt-N/ (candidate.cu, and candidate.py for
-// KernelBench) with its verdict in RUN_DIR/generate.json. Resuming is replaying: the caller's
-// LLM client answers requests it has seen from its cache, the manual provider finds the
-// answers written since, the build cache skips unchanged builds, so running the same command
-// again reaches the step where the last run stopped and goes on from there.
+// KernelBench) with its verdict beside them (verdict.json, keyed by the files' hash) and in
+// RUN_DIR/generate.json. Resuming is replaying: RUN_DIR/session.json keeps what the prompts were
+// written from (the GPU in words, the seed's analysis), so the questions are the same; the
+// caller's LLM client answers those it has seen from its cache, the manual provider finds the
+// answers written since, and kept verdicts stand in for evaluations (except "not_run", which a
+// GPU machine evaluates), so running the same command again reaches the step where the last run
+// stopped, here or on another machine, and goes on from there.
 //
 // A call to the model that fails stops the session with that error (kPending for a manual
 // prompt still unanswered: the caller prints where it is and exits cleanly).

@@ -37,7 +37,11 @@ TEST(GenerateSession, PlansFromTheSeedsAnalysisThenDebugsAWrongAnswer) {
   llm::HttpProviderOptions po;
   po.base_url = server.base_url();
   auto provider = llm::make_openai_provider(po, *transport);
-  llm::LlmClient client(*provider, {}, {[](double) {}, [] { return 0.5; }, nullptr});
+  sys::TempDir dir = sys::TempDir::create("kp-gen-").value();
+  llm::ClientOptions copts;
+  copts.cache = llm::CacheMode::kReadWrite;
+  copts.cache_dir = (dir.path() / "llm-cache").string();
+  llm::LlmClient client(*provider, copts, {[](double) {}, [] { return 0.5; }, nullptr});
   auto prompts = agent::PromptLibrary::load((kp::testing::source_dir() / "prompts").string());
   ASSERT_TRUE(prompts.ok());
   agent::Agents agents(client, *prompts, "m", {.tools = false});
@@ -72,7 +76,6 @@ TEST(GenerateSession, PlansFromTheSeedsAnalysisThenDebugsAWrongAnswer) {
     analyzed.push_back(cu);
     return std::string("MAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof");
   };
-  sys::TempDir dir = sys::TempDir::create("kp-gen-").value();
   GenerateOptions o;
   o.run_dir = dir.path() / "run";
   o.gpu = "NVIDIA H200";
@@ -100,6 +103,25 @@ TEST(GenerateSession, PlansFromTheSeedsAnalysisThenDebugsAWrongAnswer) {
   auto saved = read_file((o.run_dir / "generate.json").string());
   ASSERT_TRUE(saved.ok());
   EXPECT_EQ(json::parse(*saved)["attempts"].size(), 2u);
+
+  // Resumed (here on a machine that names its GPU differently): the same questions from the
+  // kept facts, so the cache answers them all; no evaluation or profiling is done again.
+  llm::LlmClient again(*provider, copts, {[](double) {}, [] { return 0.5; }, nullptr});
+  agent::Agents agents2(again, *prompts, "m", {.tools = false});
+  o.gpu = "no GPU here";
+  auto resumed = run_generate(*task, agents2, hooks, o);
+  ASSERT_TRUE(resumed.ok()) << resumed.error().message;
+  EXPECT_EQ(server.requests().size(), 3u) << "every call answered from the cache";
+  EXPECT_EQ(evaluations, 2);
+  EXPECT_EQ(analyzed.size(), 2u);
+  EXPECT_EQ(resumed->to_json(), report->to_json());
+
+  // A changed candidate is evaluated again: its verdict is not the kept one's.
+  ASSERT_TRUE(write_file((o.run_dir / "attempt-2" / "verdict.json").string(),
+                         R"({"files_sha": "another", "outcome": "ok"})").ok());
+  auto third = run_generate(*task, agents2, hooks, o);
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(evaluations, 3);
 }
 
 }  // namespace

@@ -71,6 +71,19 @@ TEST_F(GenerateE2e, ManualProviderStopsAndResumesThroughTheDebugger) {
   ASSERT_EQ(first.exit_code, 5) << first.err;
   EXPECT_NE(first.err.find("waiting for a manual answer"), std::string::npos) << first.err;
   EXPECT_NE(first.err.find("--resume"), std::string::npos) << first.err;
+  const bool gpu = !testing::gpu_missing();
+  if (gpu) {  // the seed was profiled: the planner chooses the direction from its analysis first
+    fs::path planner = pending_prompt();
+    ASSERT_FALSE(planner.empty());
+    auto text = read_file(planner.string());
+    ASSERT_TRUE(text.ok());
+    EXPECT_NE(text->find("## What profiling says about it"), std::string::npos) << *text;
+    answer(planner, "planner_answer.md");
+    GenRun planned = kernelpro(args(true));
+    ASSERT_EQ(planned.exit_code, 5) << planned.err;
+    EXPECT_NE(planned.err.find("planner: Process four elements"), std::string::npos) << planned.err;
+    EXPECT_EQ(planned.err.find("profiling the seed"), std::string::npos) << "the seed's analysis is kept";
+  }
   fs::path coder = pending_prompt();
   ASSERT_FALSE(coder.empty());
   auto prompt = read_file(coder.string());
@@ -97,7 +110,6 @@ TEST_F(GenerateE2e, ManualProviderStopsAndResumesThroughTheDebugger) {
 
   answer(debugger, "debugger_answer.md");
   GenRun third = kernelpro(args(true));
-  const bool gpu = !testing::gpu_missing();
   if (!gpu) {
     EXPECT_EQ(third.exit_code, 3) << third.err;
   }
@@ -111,7 +123,13 @@ TEST_F(GenerateE2e, ManualProviderStopsAndResumesThroughTheDebugger) {
   EXPECT_TRUE(fs::exists(run_dir_ / "attempt-2" / "candidate.cu"));
   auto calls = read_file((run_dir_ / "llm_calls.jsonl").string());
   ASSERT_TRUE(calls.ok());
-  EXPECT_EQ(split_lines(*calls).size(), 2u) << *calls;  // the coder (from the cache) and the debugger
+  // The coder (and planner) from the cache, and the debugger.
+  EXPECT_EQ(split_lines(*calls).size(), gpu ? 3u : 2u) << *calls;
+  if (gpu) {
+    EXPECT_EQ(third.exit_code, 0) << third.err;
+    EXPECT_GT(j["attempts"][1]["speedup"].get<double>(), 0) << j.dump(2);
+    EXPECT_FALSE(j["feedback"].get<std::string>().empty()) << "the passing candidate was analyzed";
+  }
 }
 
 TEST_F(GenerateE2e, KernelBenchProblemInTheFastForm) {
@@ -143,7 +161,8 @@ TEST_F(GenerateE2e, CommandProviderAndConfigErrors) {
   ASSERT_TRUE(write_file(config.string(), "[llm]\nprovider = \"command\"\ncommand = [\"/bin/sh\", \"-c\", \"cat > /dev/null; cat '" +
                                               answer.string() + "'\"]\n")
                   .ok());
-  GenRun r = kernelpro({(testing::examples_dir() / "gelu").string(), "--config", config.string(), "--run-dir", run_dir_.string()});
+  GenRun r = kernelpro({(testing::examples_dir() / "gelu").string(), "--config", config.string(), "--run-dir", run_dir_.string(),
+                 "--direction", "float4 loads"});  // no planner: the command answers every prompt with this code
   if (testing::gpu_missing()) {
     EXPECT_EQ(r.exit_code, 3) << r.err;
   }
