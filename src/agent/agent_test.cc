@@ -223,9 +223,16 @@ TEST(AgentRoles, PlannerAnalystAndDebugger) {
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   EXPECT_EQ(plan->direction, "online softmax: one pass");
   EXPECT_EQ(plan->actions, std::vector<std::string>{"reuse_data"});
-  auto tools = agents.choose_tools(gelu(), "memory-bound", {"bank_conflicts", "warp_stalls"});
+  auto tools = agents.choose_tools(gelu(), "memory-bound",
+                                   {{"bank_conflicts", "shared-memory bank conflicts"}, {"warp_stalls", "stall reasons"},
+                                    {"roofline_headroom", "the roof", true}});
   ASSERT_TRUE(tools.ok()) << tools.error().message;
   EXPECT_EQ(*tools, std::vector<std::string>{"bank_conflicts"});
+  const std::string analyst = rig.request(1)["messages"][1]["content"].get<std::string>();
+  EXPECT_NE(analyst.find("- bank_conflicts: shared-memory bank conflicts\n- warp_stalls: stall reasons\n"), std::string::npos)
+      << analyst;
+  EXPECT_NE(analyst.find("Tools that produced this analysis: roofline_headroom."), std::string::npos) << analyst;
+  EXPECT_EQ(analyst.find("- roofline_headroom"), std::string::npos) << "a tool that ran is not offered again";
   EXPECT_NE(rig.request(2)["messages"].back()["content"].get<std::string>().find("\"bank_conflict\" is not one of the tools"),
             std::string::npos);
   std::string log = "c.cu(3): error: expected a \";\"\n";

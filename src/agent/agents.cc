@@ -18,12 +18,6 @@ namespace {
 
 const char* kind_word(TaskKind k) { return k == TaskKind::kNative ? "native" : "kernelbench"; }
 
-std::string join_lines(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += "- " + x + "\n";
-  return s;
-}
-
 }  // namespace
 
 std::string show_files(const CandidateFiles& f, TaskKind kind) {
@@ -185,10 +179,21 @@ Result<CoderResult> Agents::debug(const TaskBrief& task, const CandidateFiles& f
 }
 
 Result<std::vector<std::string>> Agents::choose_tools(const TaskBrief& task, const std::string& feedback,
-                                                      const std::vector<std::string>& available) {
+                                                      const std::vector<ToolOffer>& offers) {
   Vars v = task_vars(task);
   v["feedback"] = feedback;
-  v["tools"] = join_lines(available);
+  std::string listed, ran;
+  std::vector<std::string> open;
+  for (const auto& o : offers) {
+    if (o.ran) {
+      ran += (ran.empty() ? "" : ", ") + o.name;
+      continue;
+    }
+    open.push_back(o.name);
+    listed += fmt::format("- {}: {}\n", o.name, o.about);
+  }
+  v["tools"] = listed;
+  v["tools_run"] = ran;
   auto text = prompts_.render("analyst", v);
   if (!text) return text.error();
   std::function<Result<std::vector<std::string>>(const ChatReply&)> parse =
@@ -201,10 +206,11 @@ Result<std::vector<std::string>> Agents::choose_tools(const TaskBrief& task, con
     for (const auto& t : (*j)["tools"]) {
       if (!t.is_string()) return make_error(ErrorCode::kInvalidInput, "\"tools\" must list tool names as strings");
       const std::string name = t.get<std::string>();
-      if (std::find(available.begin(), available.end(), name) == available.end())
+      if (std::find(open.begin(), open.end(), name) == open.end())
         return make_error(ErrorCode::kInvalidInput,
-                          fmt::format("\"{}\" is not one of the tools listed; choose from: {}", name, join(available, ", ")));
-      out.push_back(name);
+                          fmt::format("\"{}\" is not one of the tools listed{}; choose from: {}", name,
+                                      ran.find(name) != std::string::npos ? " (it ran already)" : "", join(open, ", ")));
+      if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
     }
     return out;
   };

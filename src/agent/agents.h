@@ -52,6 +52,14 @@ struct CoderTools {
   std::vector<std::string> analysis_tool_names;  // listed in the tool's description
 };
 
+// An analysis tool the analyst may ask for: its name, what it looks for, and whether the
+// analysis the analyst reads already ran it.
+struct ToolOffer {
+  std::string name;
+  std::string about;
+  bool ran = false;
+};
+
 struct AgentOptions {
   int max_repairs = 2;      // repair prompts per role call
   int max_tool_rounds = 4;  // coder: model turns that may call tools
@@ -89,8 +97,10 @@ class Agents {
   // the failing check's numbers (cut here with cut_log).
   Result<CoderResult> debug(const TaskBrief& task, const CandidateFiles& failed, const std::string& failure,
                             const std::string& diagnostics);
+  // The analyst: names from `offers` (an unknown name, or one that already ran, is repaired);
+  // empty when the analysis says enough.
   Result<std::vector<std::string>> choose_tools(const TaskBrief& task, const std::string& feedback,
-                                                const std::vector<std::string>& available);
+                                                const std::vector<ToolOffer>& offers);
 
  private:
   Vars task_vars(const TaskBrief& task) const;

@@ -440,8 +440,9 @@ namespace kp::cli {
 namespace {
 
 // The feedback text of `kernelpro analyze` on a candidate that ran.
-Result<std::string> analyze_feedback(const std::string& task_path, const fs::path& candidate, const fs::path& cu,
-                                     const CommonFlags& common, const EvalFlags& eval) {
+Result<driver::Analysis> analyze_feedback(const std::string& task_path, const fs::path& candidate, const fs::path& cu,
+                                          const std::vector<std::string>& extra_tools, const CommonFlags& common,
+                                          const EvalFlags& eval) {
   ProfileFlags pf;
   pf.eval = eval;
   pf.eval.task = task_path;
@@ -452,9 +453,14 @@ Result<std::string> analyze_feedback(const std::string& task_path, const fs::pat
   driver::AnalyzeOptions ao;
   ao.rule_dirs = analysis::default_rule_dirs();
   ao.profile = (*setup)->options;
+  ao.extra_tools = extra_tools;
   auto page = driver::run_analyze((*setup)->task, (*setup)->candidate, cu, ao);
   if (!page.ok()) return page.error();
-  return page->feedback.text;
+  if (page->profile.eval.outcome != eval::Outcome::kOk)
+    return make_error(ErrorCode::kInvalidInput, fmt::format("it did not pass the check ({}): {}",
+                                                            eval::to_string(page->profile.eval.outcome),
+                                                            page->profile.eval.reason));
+  return driver::Analysis{page->feedback.text, page->tools_run};
 }
 
 }  // namespace
@@ -504,6 +510,17 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
                                            "server that needs none",
                                            key_env, config.provider)));
   fs::create_directories(run_dir, ec);
+  if (kernelbench && !task->seed_path) {
+    // The problem has no seed: its reference, as a candidate, is profiled in its place, so that
+    // the analyst, planner and coder see which kernels torch runs for it and what bounds them.
+    const fs::path seed = run_dir / "reference_as_candidate.py";
+    auto problem = read_file(task->reference_path.string());
+    if (!problem.ok()) return exit_for(problem.error());
+    Status w = write_file(seed.string(), *problem + "\n\n# kernelpro: the reference as a candidate, profiled as the seed.\n"
+                                                    "class ModelNew(Model):\n    pass\n");
+    if (!w.ok()) return exit_for(w.error());
+    task->seed_path = seed;
+  }
   auto transport = llm::make_curl_transport();
   llm::ProviderContext ctx;
   ctx.api_key = api_key;
@@ -560,9 +577,11 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
     if (kernelbench) return evaluator.evaluate(*task, py, cu);
     return evaluator.evaluate(*task, cu);
   };
-  hooks.analyze = [&](const fs::path& cu, const fs::path& py) -> Result<std::string> {
-    return analyze_feedback(flags.task, kernelbench ? py : cu, kernelbench ? cu : fs::path(), common, flags.eval);
+  hooks.analyze = [&](const fs::path& cu, const fs::path& py, const std::vector<std::string>& extra) {
+    return analyze_feedback(flags.task, kernelbench ? py : cu, kernelbench ? cu : fs::path(), extra, common, flags.eval);
   };
+  if (auto listed = driver::list_tools(analysis::default_rule_dirs()); listed.ok())
+    for (const auto& t : *listed) hooks.tool_offers.push_back({t.value("name", ""), t.value("about", ""), false});
   hooks.progress = [&](const std::string& line) {
     if (!common.json) std::fprintf(stderr, "kernelpro: %s\n", line.c_str());
   };
@@ -619,8 +638,8 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
   if (rep.outcome == eval::Outcome::kOk) return kExitOk;
   if (rep.outcome == eval::Outcome::kNotRun) {
     if (!common.json)
-      std::cout << "\nNo GPU here: the candidate built; correctness and timing need an NVIDIA GPU. Run the same command "
-                   "with --resume on a GPU machine.\n";
+      std::cout << fmt::format("\nNo GPU here: {}. Run the same command with --resume on a GPU machine.\n",
+                               rep.note.empty() ? "the candidate built; correctness and timing need an NVIDIA GPU" : rep.note);
     return kExitNotRun;
   }
   return kExitFailed;

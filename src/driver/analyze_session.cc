@@ -71,10 +71,20 @@ Result<nlohmann::json> list_tools(const std::vector<fs::path>& rule_dirs) {
 Result<AnalyzePage> run_analyze(const task::Task& task, const fs::path& candidate, const fs::path& library_source,
                                 const AnalyzeOptions& options, const ProgressFn& progress) {
   KP_TRY(analysis::ToolRegistry registry, make_registry(options.rule_dirs));
-  std::vector<const analysis::Tool*> named;
+  std::vector<const analysis::Tool*> named, extra;
   if (!options.tools.empty()) {
     KP_TRY(named, registry.by_name(options.tools));
   }
+  if (!options.extra_tools.empty()) {
+    KP_TRY(extra, registry.by_name(options.extra_tools));
+  }
+  // The named tools, else those the evidence calls for; then the extra ones not among them.
+  auto choose = [&](const analysis::Evidence& e) {
+    std::vector<const analysis::Tool*> c = named.empty() ? registry.select(e) : named;
+    for (const auto* t : extra)
+      if (std::find(c.begin(), c.end(), t) == c.end()) c.push_back(t);
+    return c;
+  };
   AnalyzePage page;
   std::vector<const analysis::Tool*> chosen;
   ProfileSessionOptions po = options.profile;
@@ -82,7 +92,7 @@ Result<AnalyzePage> run_analyze(const task::Task& task, const fs::path& candidat
   // Stage 2: the tools the stage-1 evidence calls for, and only their metrics.
   po.stage2_metrics = [&](const ProfilePage& stage1) {
     analysis::Evidence e = evidence_of(task, stage1);
-    chosen = named.empty() ? registry.select(e) : named;
+    chosen = choose(e);
     std::vector<std::string> have = stage1.counters ? stage1.counters->metrics : std::vector<std::string>{};
     page.stage1_metrics = have;
     page.stage2_metrics = analysis::metrics_for(options.stage2_all ? registry.all() : chosen, have);
@@ -96,7 +106,7 @@ Result<AnalyzePage> run_analyze(const task::Task& task, const fs::path& candidat
   if (outcome != eval::Outcome::kOk && outcome != eval::Outcome::kNotRun) return page;
   page.evidence = evidence_of(task, page.profile);
   // Without counters (no GPU, or stage 2 not reached) the tools still run on what there is.
-  if (chosen.empty()) chosen = named.empty() ? registry.select(page.evidence) : named;
+  if (chosen.empty()) chosen = choose(page.evidence);
   page.tools_run = names_of(chosen);
   page.findings = analysis::run_tools(chosen, page.evidence);
   page.feedback = analysis::make_feedback(page.evidence, page.findings, options.feedback);

@@ -21,6 +21,8 @@ struct AnalyzeOptions {
   ProfileSessionOptions profile;  // stage and stage2_metrics are set by run_analyze
   // Tools to run, by name (the agents ask for them); empty: the ones the evidence calls for.
   std::vector<std::string> tools;
+  // Tools to run as well as those (the analyst's choice): added to the ones chosen above.
+  std::vector<std::string> extra_tools;
   // Rule-file folders (analysis/rule_tool.h); a folder that does not exist is skipped, a bad
   // file is an error naming it.
   std::vector<std::filesystem::path> rule_dirs;

@@ -1,5 +1,6 @@
 #include "driver/generate_session.h"
 
+#include <algorithm>
 #include <optional>
 
 #include <fmt/format.h>
@@ -17,7 +18,8 @@ json GenerateReport::to_json() const {
   for (const auto& x : attempts)
     a.push_back({{"role", x.role}, {"dir", x.dir.string()}, {"outcome", eval::to_string(x.outcome)}, {"reason", x.reason},
                  {"speedup", x.speedup}, {"repairs", x.repairs}, {"tool_calls", x.tool_calls}});
-  return {{"direction", direction}, {"attempts", a}, {"outcome", eval::to_string(outcome)}, {"feedback", feedback}};
+  return {{"direction", direction}, {"attempts", a}, {"outcome", eval::to_string(outcome)}, {"feedback", feedback},
+          {"note", note}};
 }
 
 Result<agent::TaskBrief> task_brief(const task::Task& task, const std::string& gpu) {
@@ -66,13 +68,24 @@ std::string failure_diagnostics(const eval::EvalResult& r) {
 
 namespace {
 
-// What the prompts of a run were written from: the GPU in words and the seed's analysis. Kept in
-// RUN_DIR/session.json so that a resumed run, on this machine or another, asks the model the
-// same questions (the replay finds its answers only for the same requests) and does not profile
-// the seed again.
+// What the prompts of a run were written from: the GPU in words, the seed's analysis, the
+// analyst's choice of tools and the analysis with them. Kept in RUN_DIR/session.json, step by
+// step, so that a resumed run, on this machine or another, asks the model the same questions
+// (the replay finds its answers only for the same requests) and profiles nothing twice.
 struct SessionFacts {
   std::string gpu;
+  bool seed_analyzed = false;
   std::string seed_feedback;
+  std::vector<std::string> seed_tools;  // the tools that made seed_feedback
+  bool tools_chosen = false;
+  std::vector<std::string> analyst_tools;
+  std::string feedback;  // what the planner and coder get
+
+  json to_json() const {
+    return {{"gpu", gpu},           {"seed_analyzed", seed_analyzed}, {"seed_feedback", seed_feedback},
+            {"seed_tools", seed_tools}, {"tools_chosen", tools_chosen},   {"analyst_tools", analyst_tools},
+            {"feedback", feedback}};
+  }
 };
 
 std::optional<SessionFacts> load_facts(const fs::path& file) {
@@ -80,7 +93,15 @@ std::optional<SessionFacts> load_facts(const fs::path& file) {
   if (!text) return std::nullopt;
   json j = json::parse(*text, nullptr, false);
   if (!j.is_object()) return std::nullopt;
-  return SessionFacts{j.value("gpu", ""), j.value("seed_feedback", "")};
+  SessionFacts f;
+  f.gpu = j.value("gpu", "");
+  f.seed_analyzed = j.value("seed_analyzed", false);
+  f.seed_feedback = j.value("seed_feedback", "");
+  f.seed_tools = j.value("seed_tools", std::vector<std::string>{});
+  f.tools_chosen = j.value("tools_chosen", false);
+  f.analyst_tools = j.value("analyst_tools", std::vector<std::string>{});
+  f.feedback = j.value("feedback", "");
+  return f;
 }
 
 // The verdict of one attempt, kept in attempt-N/verdict.json beside the candidate it is for, so
@@ -133,27 +154,57 @@ Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agent
   fs::create_directories(o.run_dir, ec);
   if (ec) return make_error(ErrorCode::kIo, fmt::format("creating {}: {}", o.run_dir.string(), ec.message()));
   const fs::path facts_file = o.run_dir / "session.json";
+  auto keep = [&](const SessionFacts& f) { return write_file(facts_file.string(), f.to_json().dump(2) + "\n"); };
   SessionFacts facts;
   if (auto kept = load_facts(facts_file)) {
     facts = *kept;
     if (facts.gpu != o.gpu) say("resume: the prompts keep the GPU of the first run (" + facts.gpu + ")");
   } else {
     facts.gpu = o.gpu;
-    facts.seed_feedback = o.feedback;
-    if (facts.seed_feedback.empty() && o.analyze_seed && task.seed_path && hooks.analyze) {
-      say("analyze: profiling the seed, for the coder");
-      auto fb = task.kind == task::TaskKind::kNative ? hooks.analyze(*task.seed_path, {}) : hooks.analyze({}, *task.seed_path);
-      if (fb) facts.seed_feedback = *fb;
-      else say("analyze: the seed was not profiled (" + fb.error().message + ")");
-    }
-    if (Status s = write_file(facts_file.string(), json{{"gpu", facts.gpu}, {"seed_feedback", facts.seed_feedback}}.dump(2) + "\n");
-        !s)
-      return s.error();
+    facts.feedback = o.feedback;
   }
   auto brief = task_brief(task, facts.gpu);
   if (!brief) return brief.error();
-  const std::string& feedback = facts.seed_feedback;
+  auto analyze_seed_with = [&](const std::vector<std::string>& extra) {
+    const fs::path& seed = *task.seed_path;
+    return task.kind == task::TaskKind::kNative ? hooks.analyze(seed, {}, extra) : hooks.analyze({}, seed, extra);
+  };
+  if (!facts.seed_analyzed && facts.feedback.empty() && o.analyze_seed && task.seed_path && hooks.analyze) {
+    say("analyze: profiling the seed, for the coder");
+    if (auto a = analyze_seed_with({})) {
+      facts.seed_feedback = a->feedback;
+      facts.seed_tools = a->tools_run;
+    } else {
+      say("analyze: the seed was not profiled (" + a.error().message + ")");
+    }
+    facts.seed_analyzed = true;
+  }
+  if (Status s = keep(facts); !s) return s.error();
   GenerateReport report;
+  if (facts.seed_analyzed && !facts.tools_chosen) {
+    facts.feedback = facts.seed_feedback;
+    if (!facts.seed_feedback.empty() && !hooks.tool_offers.empty()) {
+      std::vector<agent::ToolOffer> offers = hooks.tool_offers;
+      for (auto& t : offers)
+        t.ran = std::find(facts.seed_tools.begin(), facts.seed_tools.end(), t.name) != facts.seed_tools.end();
+      say("analyst: choosing extra tools for the seed");
+      auto chosen = agents.choose_tools(*brief, facts.seed_feedback, offers);
+      if (!chosen) return chosen.error();
+      facts.analyst_tools = *chosen;
+      if (!chosen->empty()) {
+        if (!o.analyze_seed) {  // resumed where the seed cannot be profiled: stop until a GPU can
+          report.note = "the analyst's tools (" + join(*chosen, ", ") + ") profile the seed, which needs a GPU";
+          return report;
+        }
+        say("analyze: the seed again, with " + join(*chosen, ", "));
+        if (auto a = analyze_seed_with(*chosen)) facts.feedback = a->feedback;
+        else say("analyze: the extra tools did not run (" + a.error().message + ")");
+      }
+    }
+    facts.tools_chosen = true;
+    if (Status s = keep(facts); !s) return s.error();
+  }
+  const std::string& feedback = facts.feedback;
   auto save = [&]() -> Status { return write_file((o.run_dir / "generate.json").string(), report.to_json().dump(2) + "\n"); };
 
   report.direction = o.direction;
@@ -191,9 +242,9 @@ Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agent
       v = Verdict{sha, result->outcome, result->reason, result->speedup_vs_reference,
                   result->outcome == eval::Outcome::kOk ? "" : failure_diagnostics(*result), ""};
       if (v.outcome == eval::Outcome::kOk && hooks.analyze) {
-        auto fb = hooks.analyze(cu, py);
-        if (fb) v.analysis = *fb;
-        else say("analyze: " + fb.error().message);
+        auto a = hooks.analyze(cu, py, {});
+        if (a) v.analysis = a->feedback;
+        else say("analyze: " + a.error().message);
       }
       if (Status s = save_verdict(verdict_file, v); !s) return s.error();
     }

@@ -1,7 +1,7 @@
 // `kernelpro generate`: one candidate written by the model and carried to a verdict.
 //
-//   (on a GPU, with a seed) analyze the seed -> (with its feedback, no --direction) the planner
-//   picks a direction ->
+//   (on a GPU, with a seed) analyze the seed -> the analyst names extra tools, which run on it
+//   -> (with the feedback, no --direction) the planner picks a direction ->
 //   coder writes the candidate -> evaluate (build, correctness, timing)
 //     -> compile_error / load_error / runtime_error / crash / timeout / incorrect: the debugger
 //        gets the failure and its diagnostics, writes a fix, evaluate again (max_debug_rounds)
@@ -47,11 +47,21 @@ struct GenerateOptions {
   bool plan = true;
 };
 
+struct Analysis {
+  std::string feedback;                // the feedback operator's text
+  std::vector<std::string> tools_run;  // the tools that made it
+};
+
 struct GenerateHooks {
   // Evaluates the candidate files (native: cu; KernelBench: py and cu, cu may be empty).
   std::function<Result<eval::EvalResult>(const std::filesystem::path& cu, const std::filesystem::path& py)> evaluate;
-  // The feedback text of `kernelpro analyze` on an ok candidate; may be empty (not run).
-  std::function<Result<std::string>(const std::filesystem::path& cu, const std::filesystem::path& py)> analyze;
+  // `kernelpro analyze` on a candidate (native: cu; KernelBench: py and cu), running `extra`
+  // tools beside those its evidence calls for.
+  std::function<Result<Analysis>(const std::filesystem::path& cu, const std::filesystem::path& py,
+                                 const std::vector<std::string>& extra)>
+      analyze;
+  // The tools the analyst may ask for (all of analyze's); none: the analyst is not asked.
+  std::vector<agent::ToolOffer> tool_offers;
   std::function<void(const std::string&)> progress;  // one line per step; may be empty
 };
 
@@ -70,6 +80,7 @@ struct GenerateReport {
   std::vector<GenerateAttempt> attempts;
   eval::Outcome outcome = eval::Outcome::kNotRun;  // the last attempt's
   std::string feedback;                             // analyze's text on the final candidate, if run
+  std::string note;  // why the session stopped before a candidate (outcome not_run), else empty
   nlohmann::json to_json() const;
 };
 

@@ -28,8 +28,9 @@ std::string reply(const std::string& content) {
 
 const char* kCandidate = "```cuda\nKP_EXPORT int kp_run(kp_args* args) { return 0; }\n```";
 
-TEST(GenerateSession, PlansFromTheSeedsAnalysisThenDebugsAWrongAnswer) {
+TEST(GenerateSession, AnalystAndPlannerReadTheSeedsAnalysisThenTheDebuggerFixesAWrongAnswer) {
   testing::FakeLlmServer server;
+  server.push({.body = reply(R"({"tools": ["warp_stalls"]})")});
   server.push({.body = reply(R"({"direction": "float4 loads and a grid-stride loop", "why": "DRAM at 71%"})")});
   server.push({.body = reply(kCandidate)});
   server.push({.body = reply(kCandidate)});
@@ -72,10 +73,14 @@ TEST(GenerateSession, PlansFromTheSeedsAnalysisThenDebugsAWrongAnswer) {
     }
     return r;
   };
-  hooks.analyze = [&](const fs::path& cu, const fs::path&) -> Result<std::string> {
+  std::vector<std::vector<std::string>> extras;
+  hooks.analyze = [&](const fs::path& cu, const fs::path&, const std::vector<std::string>& extra) -> Result<Analysis> {
     analyzed.push_back(cu);
-    return std::string("MAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof");
+    extras.push_back(extra);
+    if (!extra.empty()) return Analysis{"MAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof; stalls: long scoreboard", {}};
+    return Analysis{"MAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof", {"roofline_headroom"}};
   };
+  hooks.tool_offers = {{"roofline_headroom", "the roof"}, {"warp_stalls", "why warps wait"}};
   GenerateOptions o;
   o.run_dir = dir.path() / "run";
   o.gpu = "NVIDIA H200";
@@ -87,16 +92,25 @@ TEST(GenerateSession, PlansFromTheSeedsAnalysisThenDebugsAWrongAnswer) {
   EXPECT_EQ(report->attempts[1].role, "debugger");
   EXPECT_EQ(report->outcome, eval::Outcome::kOk);
   EXPECT_EQ(report->feedback, "MAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof");
-  ASSERT_EQ(analyzed.size(), 2u);  // the seed, then the final candidate
+  ASSERT_EQ(analyzed.size(), 3u);  // the seed, the seed with the analyst's tool, the final candidate
   EXPECT_EQ(analyzed[0], *task->seed_path);
+  EXPECT_EQ(analyzed[1], *task->seed_path);
+  EXPECT_EQ(extras[1], std::vector<std::string>{"warp_stalls"});
+  EXPECT_TRUE(extras[2].empty());
 
   auto requests = server.requests();
-  ASSERT_EQ(requests.size(), 3u);
-  const std::string coder = json::parse(requests[1].body)["messages"][1]["content"];
+  ASSERT_EQ(requests.size(), 4u);
+  const std::string analyst = json::parse(requests[0].body)["messages"][1]["content"];
+  EXPECT_NE(analyst.find("- warp_stalls: why warps wait"), std::string::npos) << analyst;
+  EXPECT_NE(analyst.find("Tools that produced this analysis: roofline_headroom."), std::string::npos) << analyst;
+  const std::string planner = json::parse(requests[1].body)["messages"][1]["content"];
+  EXPECT_NE(planner.find("stalls: long scoreboard"), std::string::npos) << "the planner reads the analysis with the tool";
+  const std::string coder = json::parse(requests[2].body)["messages"][1]["content"];
   EXPECT_NE(coder.find("on NVIDIA H200"), std::string::npos);
-  EXPECT_NE(coder.find("## What profiling says about it\nMAIN BOTTLENECK"), std::string::npos);
+  EXPECT_NE(coder.find("## What profiling says about it\nMAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof; stalls"),
+            std::string::npos);
   EXPECT_NE(coder.find("## What to change this time\nfloat4 loads"), std::string::npos);
-  const std::string debugger = json::parse(requests[2].body)["messages"][1]["content"];
+  const std::string debugger = json::parse(requests[3].body)["messages"][1]["content"];
   EXPECT_NE(debugger.find("failed: incorrect"), std::string::npos);
   EXPECT_NE(debugger.find("output y: 512 of 67108864 elements off, 0 unwritten, 0 NaN/Inf; max abs error 0.25"), std::string::npos)
       << debugger;
@@ -111,9 +125,9 @@ TEST(GenerateSession, PlansFromTheSeedsAnalysisThenDebugsAWrongAnswer) {
   o.gpu = "no GPU here";
   auto resumed = run_generate(*task, agents2, hooks, o);
   ASSERT_TRUE(resumed.ok()) << resumed.error().message;
-  EXPECT_EQ(server.requests().size(), 3u) << "every call answered from the cache";
+  EXPECT_EQ(server.requests().size(), 4u) << "every call answered from the cache";
   EXPECT_EQ(evaluations, 2);
-  EXPECT_EQ(analyzed.size(), 2u);
+  EXPECT_EQ(analyzed.size(), 3u);
   EXPECT_EQ(resumed->to_json(), report->to_json());
 
   // A changed candidate is evaluated again: its verdict is not the kept one's.

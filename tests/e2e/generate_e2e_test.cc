@@ -72,7 +72,16 @@ TEST_F(GenerateE2e, ManualProviderStopsAndResumesThroughTheDebugger) {
   EXPECT_NE(first.err.find("waiting for a manual answer"), std::string::npos) << first.err;
   EXPECT_NE(first.err.find("--resume"), std::string::npos) << first.err;
   const bool gpu = !testing::gpu_missing();
-  if (gpu) {  // the seed was profiled: the planner chooses the direction from its analysis first
+  if (gpu) {  // the seed was profiled: the analyst asks for tools, the planner picks the direction
+    fs::path analyst = pending_prompt();
+    ASSERT_FALSE(analyst.empty());
+    auto asked = read_file(analyst.string());
+    ASSERT_TRUE(asked.ok());
+    EXPECT_NE(asked->find("## Tools you can ask for\n- "), std::string::npos) << *asked;
+    answer(analyst, "analyst_answer.md");
+    GenRun tooled = kernelpro(args(true));
+    ASSERT_EQ(tooled.exit_code, 5) << tooled.err;
+    EXPECT_NE(tooled.err.find("the seed again, with warp_stalls, narrow_loads"), std::string::npos) << tooled.err;
     fs::path planner = pending_prompt();
     ASSERT_FALSE(planner.empty());
     auto text = read_file(planner.string());
@@ -123,8 +132,8 @@ TEST_F(GenerateE2e, ManualProviderStopsAndResumesThroughTheDebugger) {
   EXPECT_TRUE(fs::exists(run_dir_ / "attempt-2" / "candidate.cu"));
   auto calls = read_file((run_dir_ / "llm_calls.jsonl").string());
   ASSERT_TRUE(calls.ok());
-  // The coder (and planner) from the cache, and the debugger.
-  EXPECT_EQ(split_lines(*calls).size(), gpu ? 3u : 2u) << *calls;
+  // The coder (and analyst and planner) from the cache, and the debugger.
+  EXPECT_EQ(split_lines(*calls).size(), gpu ? 4u : 2u) << *calls;
   if (gpu) {
     EXPECT_EQ(third.exit_code, 0) << third.err;
     EXPECT_GT(j["attempts"][1]["speedup"].get<double>(), 0) << j.dump(2);
