@@ -33,6 +33,9 @@ HONEST = [
     ("relu.py", "honest/relu_fast.py", "honest/relu_fast.cu", {"precision_policy": "fp64"}),
     ("gemm.py", "honest/gemm_fast.py", "honest/gemm_fast.cu", {"precision_policy": "fp64"}),
     ("softmax_wide.py", "honest/softmax_fast.py", "honest/softmax_fast.cu", {"energy_window_s": 0.5}),
+    # A problem's reference profiled as the seed of `kernelpro generate`: PyTorch kernels only,
+    # accepted only with library_only_ok (without it, cheats/torch_only.py below is rejected).
+    ("relu.py", "cheats/torch_only.py", "honest/relu_fast.cu", {"library_only_ok": True}),
 ]
 
 # (problem, candidate, library, options, allowed outcomes, cheat, a word the reason must contain)

@@ -441,8 +441,8 @@ namespace {
 
 // The feedback text of `kernelpro analyze` on a candidate that ran.
 Result<driver::Analysis> analyze_feedback(const std::string& task_path, const fs::path& candidate, const fs::path& cu,
-                                          const std::vector<std::string>& extra_tools, const CommonFlags& common,
-                                          const EvalFlags& eval) {
+                                          const std::vector<std::string>& extra_tools, bool reference_seed,
+                                          const CommonFlags& common, const EvalFlags& eval) {
   ProfileFlags pf;
   pf.eval = eval;
   pf.eval.task = task_path;
@@ -453,6 +453,7 @@ Result<driver::Analysis> analyze_feedback(const std::string& task_path, const fs
   driver::AnalyzeOptions ao;
   ao.rule_dirs = analysis::default_rule_dirs();
   ao.profile = (*setup)->options;
+  ao.profile.evaluator.eval.library_only_ok = reference_seed;  // the problem's own PyTorch code, profiled
   ao.extra_tools = extra_tools;
   auto page = driver::run_analyze((*setup)->task, (*setup)->candidate, cu, ao);
   if (!page.ok()) return page.error();
@@ -460,7 +461,7 @@ Result<driver::Analysis> analyze_feedback(const std::string& task_path, const fs
     return make_error(ErrorCode::kInvalidInput, fmt::format("it did not pass the check ({}): {}",
                                                             eval::to_string(page->profile.eval.outcome),
                                                             page->profile.eval.reason));
-  return driver::Analysis{page->feedback.text, page->tools_run};
+  return driver::Analysis{driver::measured_summary(*page) + page->feedback.text, page->tools_run};
 }
 
 }  // namespace
@@ -578,7 +579,9 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
     return evaluator.evaluate(*task, cu);
   };
   hooks.analyze = [&](const fs::path& cu, const fs::path& py, const std::vector<std::string>& extra) {
-    return analyze_feedback(flags.task, kernelbench ? py : cu, kernelbench ? cu : fs::path(), extra, common, flags.eval);
+    const bool reference_seed = kernelbench && task->seed_path && py == *task->seed_path;
+    return analyze_feedback(flags.task, kernelbench ? py : cu, kernelbench ? cu : fs::path(), extra, reference_seed, common,
+                            flags.eval);
   };
   if (auto listed = driver::list_tools(analysis::default_rule_dirs()); listed.ok())
     for (const auto& t : *listed) hooks.tool_offers.push_back({t.value("name", ""), t.value("about", ""), false});

@@ -68,6 +68,34 @@ Result<nlohmann::json> list_tools(const std::vector<fs::path>& rule_dirs) {
   return out;
 }
 
+std::string measured_summary(const AnalyzePage& page) {
+  const eval::EvalResult& r = page.profile.eval;
+  const analysis::Evidence& e = page.evidence;
+  if (r.time.median <= 0) return "";
+  auto ms = [](double s) { return fmt::format("{:.4g} ms", s * 1e3); };
+  std::string out = fmt::format("MEASURED  {} per call (median of {})", ms(r.time.median), r.time.count);
+  if (r.reference_seconds > 0)
+    out += fmt::format("; the reference {} ({:.2f}x)", ms(r.reference_seconds), r.speedup_vs_reference);
+  out += "\n";
+  if (e.ideal_bytes > 0 && e.ceilings.dram_bytes_per_s > 0) {
+    const double floor_s = e.ideal_bytes / e.ceilings.dram_bytes_per_s;
+    out += fmt::format("  ideal traffic {:.4g} MB: {} at the DRAM roof of {:.3g} TB/s, {:.0f}% of this call's time\n",
+                       e.ideal_bytes / 1e6, ms(floor_s), e.ceilings.dram_bytes_per_s / 1e12,
+                       100.0 * floor_s / r.time.median);
+  }
+  const size_t shown = std::min<size_t>(e.kernels.size(), 6);
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& k = e.kernels[i];
+    std::string name = k.name.size() > 90 ? k.name.substr(0, 87) + "..." : k.name;
+    const int64_t blocks = e.grid_blocks(i), threads = e.block_threads(i);
+    out += fmt::format("  kernel {}: {}{}{}\n", i + 1, name,
+                       blocks > 0 ? fmt::format(", {} blocks of {} threads", blocks, threads) : "",
+                       k.get("gpu__time_duration.sum") ? ", " + ms(*k.get("gpu__time_duration.sum") * 1e-9) : "");
+  }
+  if (e.kernels.size() > shown) out += fmt::format("  ... and {} more kernels\n", e.kernels.size() - shown);
+  return out;
+}
+
 Result<AnalyzePage> run_analyze(const task::Task& task, const fs::path& candidate, const fs::path& library_source,
                                 const AnalyzeOptions& options, const ProgressFn& progress) {
   KP_TRY(analysis::ToolRegistry registry, make_registry(options.rule_dirs));

@@ -43,6 +43,11 @@ struct AnalyzePage {
   analysis::Feedback feedback;
 };
 
+// The measured facts the feedback text leaves out, for a prompt: the call's median time (and
+// the reference's), each kernel's time and launch shape (six at most), and the task's ideal
+// bytes and the time they take at the DRAM roof. A few lines; empty when nothing was timed.
+std::string measured_summary(const AnalyzePage& page);
+
 // Builds the registry (built-ins and rule files), profiles, runs the tools, ranks. Errors as
 // run_profile, plus kNotFound for an unknown tool name and kInvalidInput for a bad rule file.
 // A candidate that fails its evaluation gives a page with no findings (profile.eval says why).

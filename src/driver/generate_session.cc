@@ -183,7 +183,8 @@ Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agent
   GenerateReport report;
   if (facts.seed_analyzed && !facts.tools_chosen) {
     facts.feedback = facts.seed_feedback;
-    if (!facts.seed_feedback.empty() && !hooks.tool_offers.empty()) {
+    // The analyst informs the plan: with a direction given, there is none to make.
+    if (!facts.seed_feedback.empty() && !hooks.tool_offers.empty() && o.direction.empty() && o.plan) {
       std::vector<agent::ToolOffer> offers = hooks.tool_offers;
       for (auto& t : offers)
         t.ran = std::find(facts.seed_tools.begin(), facts.seed_tools.end(), t.name) != facts.seed_tools.end();

@@ -50,6 +50,10 @@ struct EvalOptions {
   // KernelBench tasks: reject a candidate that launches any kernel it did not build itself
   // (PyTorch, cuBLAS, cuDNN). Off by default: KernelBench lets a candidate keep PyTorch ops.
   bool strict_kernels = false;
+  // KernelBench tasks: accept a ModelNew that runs no kernel of its own (PyTorch and library
+  // kernels only), which is otherwise rejected as no_custom_kernel. For profiling a problem's
+  // reference as the seed of `kernelpro generate`; never set for a candidate's verdict.
+  bool library_only_ok = false;
   // KernelBench tasks: the precision the model and its floating inputs are cast to ("fp32",
   // "fp16", "bf16"), as KernelBench's --precision; integer and bool inputs keep their dtype.
   std::string precision = "fp32";

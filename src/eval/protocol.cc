@@ -94,7 +94,7 @@ json to_json(const EvalOptions& o) {
             {"energy_window_s", o.energy_window_s},       {"idle_window_s", o.idle_window_s},
             {"timeout_s", o.timeout_s},                   {"physics_margin", o.physics_margin},
             {"precision_policy", o.precision_policy},     {"strict_kernels", o.strict_kernels},
-            {"precision", o.precision}};
+            {"library_only_ok", o.library_only_ok},       {"precision", o.precision}};
   if (o.seed) j["seed"] = *o.seed;
   return j;
 }
@@ -117,6 +117,7 @@ EvalOptions eval_options_from_json(const json& j) {
   o.physics_margin = j.value("physics_margin", o.physics_margin);
   o.precision_policy = j.value("precision_policy", o.precision_policy);
   o.strict_kernels = j.value("strict_kernels", o.strict_kernels);
+  o.library_only_ok = j.value("library_only_ok", o.library_only_ok);
   o.precision = j.value("precision", o.precision);
   if (j.contains("seed")) o.seed = j["seed"].get<uint64_t>();
   return o;
