@@ -153,6 +153,21 @@ TEST(AgentRoles, CoderRepairsAReplyWithoutCode) {
   EXPECT_NE(msgs[3]["content"].get<std::string>().find("could not be used: the reply has no code block"), std::string::npos);
 }
 
+TEST(AgentRoles, KernelBenchCoderSeesTheDirectionAndTheReferencesProfile) {
+  Rig rig;
+  rig.server.push({.body = openai_reply("```python\nimport kernelpro_torch\nlib = kernelpro_torch.load()\nclass ModelNew: pass\n"
+                                        "```\n```cuda\nextern \"C\" void f(cudaStream_t s) {}\n```\n")});
+  Agents agents(*rig.client, rig.prompts, "m", {.tools = false});
+  TaskBrief kb = gelu();
+  kb.kind = TaskKind::kKernelBench;
+  kb.interface = kb.reference = "class Model(nn.Module): ...";
+  auto r = agents.write(kb, "fuse the 14 kernels into one", "MEASURED  11.5 ms per call", nullptr);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const std::string prompt = rig.request(0)["messages"][1]["content"].get<std::string>();
+  EXPECT_NE(prompt.find("## What to change this time\nfuse the 14 kernels into one"), std::string::npos) << prompt;
+  EXPECT_NE(prompt.find("before any candidate)\nMEASURED  11.5 ms per call"), std::string::npos) << prompt;
+}
+
 TEST(AgentRoles, CoderCallsToolsThenAnswers) {
   Rig rig;
   rig.server.push({.body = openai_reply("", json::array({{{"id", "call_1"}, {"type", "function"},
@@ -223,6 +238,8 @@ TEST(AgentRoles, PlannerAnalystAndDebugger) {
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   EXPECT_EQ(plan->direction, "online softmax: one pass");
   EXPECT_EQ(plan->actions, std::vector<std::string>{"reuse_data"});
+  EXPECT_NE(rig.request(0)["messages"][1]["content"].get<std::string>().find("## The task\n"), std::string::npos)
+      << "the planner knows what the task is";
   auto tools = agents.choose_tools(gelu(), "memory-bound",
                                    {{"bank_conflicts", "shared-memory bank conflicts"}, {"warp_stalls", "stall reasons"},
                                     {"roofline_headroom", "the roof", true}});

@@ -33,7 +33,7 @@ Agents::Agents(llm::LlmClient& client, const PromptLibrary& prompts, std::string
 Vars Agents::task_vars(const TaskBrief& t) const {
   return {{"task_name", t.name},   {"task_kind", kind_word(t.kind)}, {"description", t.description},
           {"interface", t.interface}, {"reference", t.reference},  {"current", t.current},
-          {"gpu", t.gpu}};
+          {"gpu", t.gpu},          {"problem", t.kind == TaskKind::kKernelBench ? t.interface : std::string()}};
 }
 
 ChatRequest Agents::request(const std::string& user) const {
