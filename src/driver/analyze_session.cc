@@ -79,10 +79,19 @@ std::string measured_summary(const AnalyzePage& page) {
   out += "\n";
   if (e.ideal_bytes > 0 && e.ceilings.dram_bytes_per_s > 0) {
     const double floor_s = e.ideal_bytes / e.ceilings.dram_bytes_per_s;
-    out += fmt::format("  ideal traffic {:.4g} MB: {} at the DRAM roof of {:.3g} TB/s, {:.0f}% of this call's time\n",
-                       e.ideal_bytes / 1e6, ms(floor_s), e.ceilings.dram_bytes_per_s / 1e12,
-                       100.0 * floor_s / r.time.median);
+    out += fmt::format("  ideal traffic {:.4g} MB: {} at the {} DRAM roof of {:.3g} TB/s, {:.0f}% of this call's time\n",
+                       e.ideal_bytes / 1e6, ms(floor_s),
+                       e.ceilings.source == profile::CeilingSource::kDatasheet ? "datasheet" : "calibrated",
+                       e.ceilings.dram_bytes_per_s / 1e12, 100.0 * floor_s / r.time.median);
   }
+  double read = 0, written = 0;
+  for (const auto& k : e.kernels) {
+    read += k.get_or("dram__bytes_read.sum", 0);
+    written += k.get_or("dram__bytes_write.sum", 0);
+  }
+  if (read + written > 0)
+    out += fmt::format("  DRAM traffic of the profiled kernels: {:.4g} MB read, {:.4g} MB written{}\n", read / 1e6,
+                       written / 1e6, e.ideal_bytes > 0 ? fmt::format(" ({:.2f}x the ideal)", (read + written) / e.ideal_bytes) : "");
   const size_t shown = std::min<size_t>(e.kernels.size(), 6);
   for (size_t i = 0; i < shown; ++i) {
     const auto& k = e.kernels[i];

@@ -21,11 +21,17 @@ TEST(MeasuredSummary, GivesTheCallTheReferenceTheIdealAndEachKernel) {
     k.grid = {128, 2, 1};
     k.block = {256, 1, 1};
     k.values["gpu__time_duration.sum"] = 250000;  // ns
+    k.values["dram__bytes_read.sum"] = 1e9;
+    k.values["dram__bytes_write.sum"] = 0.5e9;
     page.evidence.kernels.push_back(k);
   }
   const std::string s = measured_summary(page);
   EXPECT_NE(s.find("MEASURED  2 ms per call (median of 41); the reference 3 ms (1.50x)\n"), std::string::npos) << s;
-  EXPECT_NE(s.find("ideal traffic 4280 MB: 1 ms at the DRAM roof of 4.28 TB/s, 50% of this call's time\n"), std::string::npos)
+  EXPECT_NE(s.find("ideal traffic 4280 MB: 1 ms at the datasheet DRAM roof of 4.28 TB/s, 50% of this call's time\n"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("DRAM traffic of the profiled kernels: 8000 MB read, 4000 MB written (2.80x the ideal)\n"),
+            std::string::npos)
       << s;
   EXPECT_NE(s.find("  kernel 1: " + std::string(87, 'k') + "..., 256 blocks of 256 threads, 0.25 ms\n"), std::string::npos) << s;
   EXPECT_NE(s.find("  kernel 6: small_5"), std::string::npos);

@@ -61,7 +61,7 @@ std::string failure_diagnostics(const eval::EvalResult& r) {
       out += fmt::format("output {}: {} of {} elements off, {} unwritten, {} NaN/Inf; max abs error {:.3g}, max rel error "
                          "{:.3g}{}\n",
                          name, c.mismatches, c.elements, c.unwritten, c.nonfinite, c.max_abs_error, c.max_rel_error,
-                         c.reason.empty() ? "" : "; " + c.reason);
+                         c.reason.empty() || r.reason.find(c.reason) != std::string::npos ? "" : "; " + c.reason);
     }
   return out;
 }
