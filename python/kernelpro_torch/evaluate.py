@@ -704,12 +704,39 @@ class Evaluation:
                     cheat = "precision_downgrade"
                     reason += (" (an error of this size is what fp16, bf16 or TF32 arithmetic gives: compute in the "
                                "output's precision)")
+                elif w.dtype == torch.float32:
+                    reason += self._fp64_diagnosis(i, o, w, pristine, init)
                 failure = Stop("incorrect", reason, cheat=cheat)
         self.report["checks"] = checks
         if failure:
             raise failure
         if self.options.get("precision_policy") == "fp64" and any(w.dtype == torch.float32 for w in wants):
             self._fp64_check(outs, wants, pristine, init, when)
+
+    def _fp64_diagnosis(self, i, out, want, pristine, init):
+        """For a wrong fp32 output: how far the candidate and the fp32 reference each are from a
+        float64 run of the reference, so that whoever fixes it can tell a bug from rounding in a
+        reordered computation. Says nothing when the float64 run does not fit or fails."""
+        try:
+            free, _ = torch.cuda.mem_get_info()
+            if 2 * (nbytes(pristine) + sum(p.numel() * 8 for p in self._m_ref.parameters())) > free // 4:
+                return ""
+            prob = pb.Problem(self.problem_path)
+            m64 = prob.build(prob.Model, init, torch.device("cuda", 0), torch.float64)
+            xs64 = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in pristine]
+            with torch.no_grad():
+                r64 = outputs_of(m64(*xs64), "the float64 reference")[i]
+            e_new = float((out.double() - r64).abs().max())
+            e_ref = float((want.double() - r64).abs().max())
+            del m64, xs64, r64
+        except Exception:
+            return ""
+        text = (f"; against a float64 run of the reference, the candidate's max abs error is {e_new:.3g} and the fp32 "
+                f"reference's own is {e_ref:.3g}")
+        if e_new <= e_ref:
+            text += (" (the candidate is at least as accurate as the reference: the mismatch is the reference's own "
+                     "fp32 rounding, which a computation in another order does not reproduce)")
+        return text
 
     def _fp64_check(self, outs, wants, pristine, init, when):
         """The candidate must be about as close to a float64 reference as PyTorch's fp32 is."""

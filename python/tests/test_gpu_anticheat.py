@@ -146,6 +146,16 @@ class HonestTest(unittest.TestCase):
         self.assertIn("relu_kernel(float const*, float*, long)", r["kernels"])
 
 
+class DiagnosisTest(unittest.TestCase):
+    @unittest.skipIf(ONLY, "KP_ONLY selects other candidates")
+    def test_a_reordered_sum_is_told_its_error_against_float64(self):
+        r, _ = run("gemm_rowsum.py", "honest/gemm_rowsum_reordered.py", None, {"library_only_ok": True})
+        log(f"DIAGNOSIS reordered gemm_rowsum: {r['outcome']} {r['reason'][:600]}")
+        self.assertEqual(r["outcome"], "incorrect", r["reason"])
+        self.assertEqual(r["cheat"], "")
+        self.assertIn("against a float64 run of the reference, the candidate's max abs error is", r["reason"])
+
+
 class CheatTest(unittest.TestCase):
     def test_every_cheat_is_caught_and_named(self):
         missed = []
