@@ -192,5 +192,38 @@ TEST_F(GenerateE2e, CommandProviderAndConfigErrors) {
   EXPECT_NE(leak.err.find("only from the environment"), std::string::npos) << leak.err;
 }
 
+// The sessions recorded on the H200 with the manual provider (tests/data/llm/h200/README.md):
+// resumed from a copy, here or on any machine, each replays to its recorded verdicts without a
+// model, a GPU or a cache: the prompts kernelpro writes today are the prompts that were
+// answered. When a prompt template changes, this fails with the prompt that is now new.
+TEST_F(GenerateE2e, TheH200TranscriptsReplayToTheirVerdicts) {
+  const fs::path h200 = testing::test_data_dir() / "llm" / "h200";
+  const std::vector<std::pair<std::string, fs::path>> runs = {
+      {"softmax", testing::examples_dir() / "softmax"},
+      {"transpose", testing::examples_dir() / "transpose"},
+      {"rmsnorm", h200 / "problems" / "36_RMSNorm_.py"},
+      {"gemm_sum", h200 / "problems" / "14_Gemm_Divide_Sum_Scaling.py"}};
+  for (const auto& [name, task] : runs) {
+    SCOPED_TRACE(name);
+    const fs::path copy = dir_->path() / name;
+    fs::copy(h200 / name, copy, fs::copy_options::recursive);
+    auto before = read_file((h200 / name / "generate.json").string());
+    ASSERT_TRUE(before.ok());
+    const json recorded = json::parse(*before);
+    GenRun r = kernelpro({task.string(), "--provider", "manual", "--run-dir", copy.string(), "--resume", "--max-debug",
+                          std::to_string(recorded["attempts"].size() - 1)});
+    EXPECT_NE(r.exit_code, 5) << "a prompt is not the recorded one (re-record the transcripts on a GPU):\n" << r.err;
+    EXPECT_EQ(r.exit_code, recorded["outcome"] == "ok" ? 0 : 1) << r.err;
+    const json replayed = json::parse(read_file((copy / "generate.json").string()).value());
+    EXPECT_EQ(replayed["outcome"], recorded["outcome"]);
+    ASSERT_EQ(replayed["attempts"].size(), recorded["attempts"].size());
+    for (size_t i = 0; i < recorded["attempts"].size(); ++i) {
+      EXPECT_EQ(replayed["attempts"][i]["outcome"], recorded["attempts"][i]["outcome"]);
+      EXPECT_EQ(replayed["attempts"][i]["speedup"], recorded["attempts"][i]["speedup"]);
+    }
+    EXPECT_EQ(replayed["feedback"], recorded["feedback"]);
+  }
+}
+
 }  // namespace
 }  // namespace kp
