@@ -149,7 +149,9 @@ class HonestTest(unittest.TestCase):
 class DiagnosisTest(unittest.TestCase):
     @unittest.skipIf(ONLY, "KP_ONLY selects other candidates")
     def test_a_reordered_sum_is_told_its_error_against_float64(self):
-        r, _ = run("gemm_rowsum.py", "honest/gemm_rowsum_reordered.py", None, {"library_only_ok": True})
+        # KernelBench level 2, problem 14, as recorded in tests/data/llm/h200.
+        problem = os.path.join("..", "..", "llm", "h200", "problems", "14_Gemm_Divide_Sum_Scaling.py")
+        r, _ = run(problem, "honest/gemm_rowsum_reordered.py", None, {"library_only_ok": True})
         log(f"DIAGNOSIS reordered gemm_rowsum: {r['outcome']} {r['reason'][:600]}")
         self.assertEqual(r["outcome"], "incorrect", r["reason"])
         self.assertEqual(r["cheat"], "")

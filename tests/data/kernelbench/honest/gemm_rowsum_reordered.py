@@ -1,5 +1,6 @@
 # Honest math, another order: x . colsum(W) instead of the row sums of x W^T (PyTorch only, so it
-# runs with library_only_ok). Problem: gemm_rowsum.py. Off from the fp32 reference by rounding.
+# runs with library_only_ok). Problem: tests/data/llm/h200/problems/14_Gemm_Divide_Sum_Scaling.py.
+# Off from the fp32 reference by rounding.
 import torch
 import torch.nn as nn
 
