@@ -1,0 +1,69 @@
+// out[b] = scale * dot(x[b, :], colsum(W)), W [hidden, inp] row-major; fp32 data, the 67M-term
+// sums accumulated in double.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace {
+
+// partial[c, k] = sum of W[j, k] over the rows j of chunk c. Threads run along k (coalesced).
+__global__ void __launch_bounds__(256) colsum_partial_kernel(const float* __restrict__ w, double* __restrict__ partial,
+                                                             int64_t hidden, int64_t inp, int64_t chunks) {
+  const int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (k >= inp) return;
+  const int64_t c = blockIdx.y;
+  const int64_t per = (hidden + chunks - 1) / chunks;
+  const int64_t j0 = c * per, j1 = j0 + per < hidden ? j0 + per : hidden;
+  double s = 0.0;
+  for (int64_t j = j0; j < j1; ++j) s += (double)__ldcs(w + j * inp + k);
+  partial[c * inp + k] = s;
+}
+
+__global__ void __launch_bounds__(256) colsum_finish_kernel(const double* __restrict__ partial, double* __restrict__ wsum,
+                                                            int64_t inp, int64_t chunks) {
+  const int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (k >= inp) return;
+  double s = 0.0;
+  for (int64_t c = 0; c < chunks; ++c) s += partial[c * inp + k];
+  wsum[k] = s;
+}
+
+// One block per row of x: out[b] = scale * sum_k x[b, k] * wsum[k], accumulated in double.
+__global__ void __launch_bounds__(256) row_dot_kernel(const float* __restrict__ x, const double* __restrict__ wsum,
+                                                      float* __restrict__ out, int64_t inp, double scale) {
+  __shared__ double red[8];
+  const float* xr = x + (int64_t)blockIdx.x * inp;
+  double s = 0.0;
+  for (int64_t k = threadIdx.x; k < inp; k += blockDim.x) s = fma((double)xr[k], wsum[k], s);
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = s;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    s = threadIdx.x < 8 ? red[threadIdx.x] : 0.0;
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (threadIdx.x == 0) out[blockIdx.x] = (float)(s * scale);
+  }
+}
+
+}  // namespace
+
+extern "C" int colsum_partial(const float* w, double* partial, int64_t hidden, int64_t inp, int64_t chunks,
+                              cudaStream_t stream) {
+  if (inp == 0) return 0;
+  colsum_partial_kernel<<<dim3((unsigned)((inp + 255) / 256), (unsigned)chunks), 256, 0, stream>>>(w, partial, hidden, inp,
+                                                                                                 chunks);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int colsum_finish(const double* partial, double* wsum, int64_t inp, int64_t chunks, cudaStream_t stream) {
+  if (inp == 0) return 0;
+  colsum_finish_kernel<<<(unsigned)((inp + 255) / 256), 256, 0, stream>>>(partial, wsum, inp, chunks);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int row_dot(const float* x, const double* wsum, float* out, int64_t batch, int64_t inp, double scale,
+                       cudaStream_t stream) {
+  if (batch == 0) return 0;
+  row_dot_kernel<<<(unsigned)batch, 256, 0, stream>>>(x, wsum, out, inp, scale);
+  return (int)cudaGetLastError();
+}
