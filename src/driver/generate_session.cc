@@ -137,6 +137,58 @@ Status save_verdict(const fs::path& file, const Verdict& v) {
   return write_file(file.string(), j.dump(2) + "\n");
 }
 
+// The seed's analysis, then the analyst's tools on it, each step kept in `file` as it is done.
+// Returns why the session must stop here (empty: go on).
+Result<std::string> settle_facts(const task::Task& task, const agent::TaskBrief& brief, agent::Agents& agents,
+                                 const GenerateHooks& hooks, const GenerateOptions& o, const fs::path& file,
+                                 SessionFacts& facts) {
+  auto say = [&](const std::string& s) {
+    if (hooks.progress) hooks.progress(s);
+  };
+  auto keep = [&]() { return write_file(file.string(), facts.to_json().dump(2) + "\n"); };
+  auto analyze_seed_with = [&](const std::vector<std::string>& extra) {
+    const fs::path& seed = *task.seed_path;
+    return task.kind == task::TaskKind::kNative ? hooks.analyze(seed, {}, extra) : hooks.analyze({}, seed, extra);
+  };
+  // Done once, where the run starts: a run started without a GPU keeps its seed unprofiled, so
+  // that resuming it on one asks the questions already answered.
+  if (!facts.seed_analyzed) {
+    if (facts.feedback.empty() && o.analyze_seed && task.seed_path && hooks.analyze) {
+      say("analyze: profiling the seed, for the coder");
+      if (auto a = analyze_seed_with({})) {
+        facts.seed_feedback = a->feedback;
+        facts.seed_tools = a->tools_run;
+      } else {
+        say("analyze: the seed was not profiled (" + a.error().message + ")");
+      }
+      facts.feedback = facts.seed_feedback;
+    }
+    facts.seed_analyzed = true;
+    if (Status s = keep(); !s) return s.error();
+  }
+  if (facts.tools_chosen) return std::string();
+  // The analyst informs the plan: with a direction given, there is none to make.
+  if (!facts.seed_feedback.empty() && !hooks.tool_offers.empty() && o.direction.empty() && o.plan) {
+    std::vector<agent::ToolOffer> offers = hooks.tool_offers;
+    for (auto& t : offers)
+      t.ran = std::find(facts.seed_tools.begin(), facts.seed_tools.end(), t.name) != facts.seed_tools.end();
+    say("analyst: choosing extra tools for the seed");
+    auto chosen = agents.choose_tools(brief, facts.seed_feedback, offers);
+    if (!chosen) return chosen.error();
+    facts.analyst_tools = *chosen;
+    if (!chosen->empty()) {
+      if (!o.analyze_seed)  // resumed where the seed cannot be profiled: stop until a GPU can
+        return "the analyst's tools (" + join(*chosen, ", ") + ") profile the seed, which needs a GPU";
+      say("analyze: the seed again, with " + join(*chosen, ", "));
+      if (auto a = analyze_seed_with(*chosen)) facts.feedback = a->feedback;
+      else say("analyze: the extra tools did not run (" + a.error().message + ")");
+    }
+  }
+  facts.tools_chosen = true;
+  if (Status s = keep(); !s) return s.error();
+  return std::string();
+}
+
 bool retryable(eval::Outcome o) {
   using eval::Outcome;
   return o == Outcome::kCompileError || o == Outcome::kLoadError || o == Outcome::kRuntimeError || o == Outcome::kCrash ||
@@ -154,7 +206,6 @@ Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agent
   fs::create_directories(o.run_dir, ec);
   if (ec) return make_error(ErrorCode::kIo, fmt::format("creating {}: {}", o.run_dir.string(), ec.message()));
   const fs::path facts_file = o.run_dir / "session.json";
-  auto keep = [&](const SessionFacts& f) { return write_file(facts_file.string(), f.to_json().dump(2) + "\n"); };
   SessionFacts facts;
   if (auto kept = load_facts(facts_file)) {
     facts = *kept;
@@ -165,45 +216,12 @@ Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agent
   }
   auto brief = task_brief(task, facts.gpu);
   if (!brief) return brief.error();
-  auto analyze_seed_with = [&](const std::vector<std::string>& extra) {
-    const fs::path& seed = *task.seed_path;
-    return task.kind == task::TaskKind::kNative ? hooks.analyze(seed, {}, extra) : hooks.analyze({}, seed, extra);
-  };
-  if (!facts.seed_analyzed && facts.feedback.empty() && o.analyze_seed && task.seed_path && hooks.analyze) {
-    say("analyze: profiling the seed, for the coder");
-    if (auto a = analyze_seed_with({})) {
-      facts.seed_feedback = a->feedback;
-      facts.seed_tools = a->tools_run;
-    } else {
-      say("analyze: the seed was not profiled (" + a.error().message + ")");
-    }
-    facts.seed_analyzed = true;
-  }
-  if (Status s = keep(facts); !s) return s.error();
   GenerateReport report;
-  if (facts.seed_analyzed && !facts.tools_chosen) {
-    facts.feedback = facts.seed_feedback;
-    // The analyst informs the plan: with a direction given, there is none to make.
-    if (!facts.seed_feedback.empty() && !hooks.tool_offers.empty() && o.direction.empty() && o.plan) {
-      std::vector<agent::ToolOffer> offers = hooks.tool_offers;
-      for (auto& t : offers)
-        t.ran = std::find(facts.seed_tools.begin(), facts.seed_tools.end(), t.name) != facts.seed_tools.end();
-      say("analyst: choosing extra tools for the seed");
-      auto chosen = agents.choose_tools(*brief, facts.seed_feedback, offers);
-      if (!chosen) return chosen.error();
-      facts.analyst_tools = *chosen;
-      if (!chosen->empty()) {
-        if (!o.analyze_seed) {  // resumed where the seed cannot be profiled: stop until a GPU can
-          report.note = "the analyst's tools (" + join(*chosen, ", ") + ") profile the seed, which needs a GPU";
-          return report;
-        }
-        say("analyze: the seed again, with " + join(*chosen, ", "));
-        if (auto a = analyze_seed_with(*chosen)) facts.feedback = a->feedback;
-        else say("analyze: the extra tools did not run (" + a.error().message + ")");
-      }
-    }
-    facts.tools_chosen = true;
-    if (Status s = keep(facts); !s) return s.error();
+  auto settled = settle_facts(task, *brief, agents, hooks, o, facts_file, facts);
+  if (!settled) return settled.error();
+  if (!settled->empty()) {
+    report.note = *settled;
+    return report;
   }
   const std::string& feedback = facts.feedback;
   auto save = [&]() -> Status { return write_file((o.run_dir / "generate.json").string(), report.to_json().dump(2) + "\n"); };

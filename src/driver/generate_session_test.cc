@@ -138,5 +138,51 @@ TEST(GenerateSession, AnalystAndPlannerReadTheSeedsAnalysisThenTheDebuggerFixesA
   EXPECT_EQ(evaluations, 3);
 }
 
+TEST(GenerateSession, AnAnalystsToolsWaitForAGpu) {
+  testing::FakeLlmServer server;
+  server.push({.body = reply(R"({"tools": ["warp_stalls"]})")});
+  auto transport = llm::make_curl_transport();
+  llm::HttpProviderOptions po;
+  po.base_url = server.base_url();
+  auto provider = llm::make_openai_provider(po, *transport);
+  llm::LlmClient client(*provider, {}, {[](double) {}, [] { return 0.5; }, nullptr});
+  auto prompts = agent::PromptLibrary::load((kp::testing::source_dir() / "prompts").string());
+  ASSERT_TRUE(prompts.ok());
+  agent::Agents agents(client, *prompts, "m", {.tools = false});
+  auto task = task::load_native_task((kp::testing::examples_dir() / "gelu").string());
+  ASSERT_TRUE(task.ok());
+  // The seed was profiled on the GPU machine; the analyst's question is answered on a laptop.
+  sys::TempDir dir = sys::TempDir::create("kp-gen-").value();
+  GenerateOptions o;
+  o.run_dir = dir.path() / "run";
+  fs::create_directories(o.run_dir);
+  ASSERT_TRUE(write_file((o.run_dir / "session.json").string(),
+                         R"({"gpu": "NVIDIA H200", "seed_analyzed": true, "seed_feedback": "latency-bound",
+                             "seed_tools": ["roofline_headroom"], "tools_chosen": false})")
+                  .ok());
+  o.gpu = "no GPU here";
+  o.analyze_seed = false;
+  int calls = 0;
+  GenerateHooks hooks;
+  hooks.evaluate = [&](const fs::path&, const fs::path&) -> Result<eval::EvalResult> {
+    ++calls;
+    return eval::EvalResult{};
+  };
+  hooks.analyze = [&](const fs::path&, const fs::path&, const std::vector<std::string>&) -> Result<Analysis> {
+    ++calls;
+    return Analysis{};
+  };
+  hooks.tool_offers = {{"roofline_headroom", "the roof"}, {"warp_stalls", "why warps wait"}};
+  auto report = run_generate(*task, agents, hooks, o);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_EQ(report->outcome, eval::Outcome::kNotRun);
+  EXPECT_EQ(report->note, "the analyst's tools (warp_stalls) profile the seed, which needs a GPU");
+  EXPECT_EQ(calls, 0);
+  const std::string analyst = json::parse(server.requests()[0].body)["messages"][1]["content"];
+  EXPECT_NE(analyst.find("on NVIDIA H200"), std::string::npos) << "the prompt keeps the first run's GPU";
+  const json kept = json::parse(read_file((o.run_dir / "session.json").string()).value());
+  EXPECT_FALSE(kept["tools_chosen"].get<bool>()) << "asked again (from the cache) where a GPU can run the tools";
+}
+
 }  // namespace
 }  // namespace kp::driver
