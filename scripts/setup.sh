@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
 
-packages=(build-essential cmake binutils nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev libgtest-dev libcurl4-openssl-dev libcpp-httplib-dev)
+packages=(build-essential cmake binutils nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev libgtest-dev libcurl4-openssl-dev libcpp-httplib-dev libsqlite3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
