@@ -134,9 +134,10 @@ Result<std::unique_ptr<Strategy>> make_strategy(const std::string& name, const S
   return make_error(ErrorCode::kInvalidInput, fmt::format("search \"{}\": expected mcts, greedy or beam", name));
 }
 
-int run_search(Strategy& strategy, Tree& tree, const ExpandFn& expand, int budget, const SearchOptions& o) {
+int run_search(Strategy& strategy, Tree& tree, const ExpandFn& expand, int budget, const SearchOptions& o,
+               const LoopHooks& hooks) {
   int evaluated = 0;
-  while (evaluated < budget) {
+  while (evaluated < budget && !(hooks.stop && hooks.stop())) {
     auto e = strategy.next(tree);
     if (!e) break;
     auto child = expand(tree, *e);
@@ -158,6 +159,7 @@ int run_search(Strategy& strategy, Tree& tree, const ExpandFn& expand, int budge
       for (int c : p.children) fixed = fixed || (tree.node(c).measured && tree.node(c).measured->ok);
       if (!fixed) p.closed = true;
     }
+    if (hooks.after) hooks.after(tree, id);
   }
   return evaluated;
 }

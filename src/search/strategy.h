@@ -48,9 +48,15 @@ int widening_limit(const Node& node, const SearchOptions& options);
 
 // The loop: asks `strategy` for an expansion, `expand` for the child (it returns the direction
 // and the child's measurement, or nothing when it has no direction for that parent, which marks
-// the parent exhausted), records it, and applies dead-end pruning; `budget` evaluations at most.
-// Returns the number of children evaluated.
+// the parent exhausted), records it, applies dead-end pruning and calls `after` with the new
+// child's id; `budget` evaluations at most, and none once `stop` says so. Returns the number of
+// children evaluated.
 using ExpandFn = std::function<std::optional<std::pair<Direction, Measurement>>(const Tree&, const Expansion&)>;
-int run_search(Strategy& strategy, Tree& tree, const ExpandFn& expand, int budget, const SearchOptions& options = {});
+struct LoopHooks {
+  std::function<bool()> stop;                          // checked before each expansion
+  std::function<void(const Tree&, int child)> after;   // after each recorded child
+};
+int run_search(Strategy& strategy, Tree& tree, const ExpandFn& expand, int budget, const SearchOptions& options = {},
+               const LoopHooks& hooks = {});
 
 }  // namespace kp::search
