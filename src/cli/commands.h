@@ -92,6 +92,20 @@ struct GenerateFlags {
 };
 int run_generate(const GenerateFlags& flags, const CommonFlags& common);
 
+// `kernelpro optimize` (cli/optimize_command.cc): without a model, the offline tuner.
+struct OptimizeFlags {
+  std::string task;
+  std::string run_dir;            // --run-dir (default runs/<task name>-optimize)
+  bool resume = false;            // --resume
+  int budget = 30;                // --budget: candidates evaluated by this run
+  double minutes = 0;             // --minutes: wall-time limit (0: none)
+  double gpu_seconds = 0;         // --gpu-seconds: the workers' time (0: none)
+  std::string search = "mcts";    // --search: mcts, greedy, beam
+  std::string objective = "time"; // --objective: time, energy, edp, energy-at-matched-time
+  EvalFlags eval;                 // --seed, --timeout
+};
+int run_optimize(const OptimizeFlags& flags, const CommonFlags& common);
+
 // `kernelpro calibrate` (cli/calibrate_command.cc).
 struct CalibrateFlags {
   std::string store;       // --store: the calibration folder (default $XDG_DATA_HOME/kernelpro/calibration,

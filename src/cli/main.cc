@@ -123,6 +123,22 @@ int main(int argc, char** argv) {
   }
   add_common(analyze);
 
+  kp::cli::OptimizeFlags optimize_flags;
+  CLI::App* optimize = app.add_subcommand("optimize", "search for a faster kernel: without a model, tune the seed's KP_TUNE parameters");
+  {
+    optimize->add_option("task", optimize_flags.task, "task folder with a seed.cu")->required();
+    optimize->add_option("--run-dir", optimize_flags.run_dir, "where the run store, candidates and best.cu go (default runs/<task>-optimize)");
+    optimize->add_flag("--resume", optimize_flags.resume, "continue the run in --run-dir");
+    optimize->add_option("--budget", optimize_flags.budget, "candidates to evaluate in this run (default 30)")->check(CLI::PositiveNumber);
+    optimize->add_option("--minutes", optimize_flags.minutes, "stop after this much wall time")->check(CLI::NonNegativeNumber);
+    optimize->add_option("--gpu-seconds", optimize_flags.gpu_seconds, "stop after the GPU worker has run this long")->check(CLI::NonNegativeNumber);
+    optimize->add_option("--search", optimize_flags.search, "mcts (default), greedy or beam");
+    optimize->add_option("--objective", optimize_flags.objective, "time (default), energy, edp or energy-at-matched-time");
+    optimize->add_option("--seed", optimize_flags.eval.seed, "input seed (default: private, random)");
+    optimize->add_option("--timeout", optimize_flags.eval.timeout_s, "seconds before a hanging run is killed")->check(CLI::PositiveNumber);
+  }
+  add_common(optimize);
+
   kp::cli::GenerateFlags generate_flags;
   CLI::App* generate = app.add_subcommand("generate", "the model writes a candidate; kernelpro builds, checks, times, debugs and analyzes it");
   {
@@ -206,6 +222,7 @@ int main(int argc, char** argv) {
     }
     if (*classify) return kp::cli::run_classify(classify_flags, common);
     if (*generate) return kp::cli::run_generate(generate_flags, common);
+    if (*optimize) return kp::cli::run_optimize(optimize_flags, common);
     if (*build) return kp::cli::run_build(build_flags, common);
     if (*doctor) return kp::cli::run_doctor(common);
     if (*calibrate) return kp::cli::run_calibrate(calibrate_flags, common);

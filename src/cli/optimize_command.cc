@@ -1,0 +1,99 @@
+// `kernelpro optimize TASK`: the search loop. Without a model configured it is the offline
+// tuner (driver/optimize_session.h): the seed's KP_TUNE parameters, searched with MCTS (or
+// greedy, beam), every verdict in RUN_DIR/store.db, the best in RUN_DIR/best.cu.
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <unistd.h>
+
+#include <atomic>
+
+#include <fmt/format.h>
+
+#include "cli/cli_support.h"
+#include "cli/commands.h"
+#include "driver/optimize_session.h"
+#include "report/eval_report.h"
+#include "task/native_task_loader.h"
+
+namespace kp::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+}  // namespace
+
+int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
+  if (is_kernelbench_path(flags.task))
+    return exit_for(make_error(ErrorCode::kInvalidInput,
+                               fmt::format("{}: a KernelBench problem has no seed to tune; optimize needs a model for it "
+                                           "(the model-driven loop is not in this build: use kernelpro generate)",
+                                           flags.task)));
+  auto task = task::load_native_task(flags.task);
+  if (!task.ok()) return exit_for(task.error());
+  driver::OptimizeOptions o;
+  o.run_dir = flags.run_dir.empty() ? fs::path("runs") / (task->name + "-optimize") : fs::path(flags.run_dir);
+  o.resume = flags.resume;
+  o.strategy = flags.search;
+  o.max_evaluations = flags.budget;
+  o.max_wall_s = flags.minutes * 60;
+  o.max_gpu_s = flags.gpu_seconds;
+  auto objective = search::objective_from_string(flags.objective);
+  if (!objective.ok()) return exit_for(objective.error());
+  o.reward.objective = *objective;
+  if (auto s = search::make_strategy(flags.search); !s.ok()) return exit_for(s.error());
+
+  auto scratch = make_scratch("kernelpro-optimize-", common.keep_scratch);
+  if (!scratch.ok()) return exit_for(scratch.error());
+  eval::EvaluatorOptions eo;
+  eo.build = build_options(common);
+  eo.eval = eval_options(flags.eval, 3, 120);
+  eo.worker.worker_path = common.worker.empty() ? self_dir() / "kp-worker" : fs::path(common.worker);
+  eo.worker.scratch_dir = scratch->path();
+  eval::Evaluator evaluator(eo);
+
+  const bool tty = isatty(STDERR_FILENO) != 0 && !common.json;
+  driver::OptimizeHooks hooks;
+  hooks.evaluate = [&](const fs::path& cu) { return evaluator.evaluate(*task, cu); };
+  hooks.record = [&](const eval::EvalResult& r) { return report::eval_to_json(*task, r).dump(); };
+  hooks.interrupted = [] { return g_interrupted.load(); };
+  hooks.progress = [&](const std::string& line) {
+    if (common.json) return;
+    // On a terminal each step overwrites the live line; in a log every step is its own line.
+    if (tty) std::fprintf(stderr, "\r\033[2Kkernelpro: %s", line.c_str());
+    else std::fprintf(stderr, "kernelpro: %s\n", line.c_str());
+  };
+  g_interrupted = false;
+  auto previous = std::signal(SIGINT, on_sigint);
+  auto report = driver::run_optimize(*task, hooks, o);
+  std::signal(SIGINT, previous);
+  if (tty) std::fprintf(stderr, "\n");
+  if (!report.ok()) return exit_for(report.error());
+  const auto& r = *report;
+  if (common.json) {
+    auto j = r.to_json();
+    j["run_dir"] = o.run_dir.string();
+    std::cout << j.dump(2) << "\n";
+  } else if (r.stopped == "no_gpu") {
+    std::cout << "No GPU here: the seed built; tuning needs its timings. Run the same command on a GPU machine.\n";
+  } else {
+    std::cout << fmt::format("{}: best {} at {:.4g} ms: {:.2f}x the seed ({:.4g} ms), {:.2f}x the reference ({:.4g} ms)\n",
+                             task->name, r.best_point, r.best_seconds * 1e3, r.seed_seconds / r.best_seconds,
+                             r.seed_seconds * 1e3, r.reference_seconds / r.best_seconds, r.reference_seconds * 1e3);
+    std::cout << fmt::format("{} candidate(s) evaluated in this run, {} in the tree; stopped: {}; {}\n", r.evaluated, r.nodes,
+                             r.stopped, r.best_source.string());
+    std::cout << fmt::format("time: {:.1f} s wall = {:.1f} s build + {:.1f} s GPU worker + {:.1f} s search and store\n",
+                             r.wall_s, r.build_s, r.worker_s, r.wall_s - r.build_s - r.worker_s);
+    if (r.stopped == "interrupted" || r.stopped == "budget")
+      std::cout << fmt::format("Continue it with: kernelpro optimize {} --run-dir {} --resume\n", flags.task, o.run_dir.string());
+  }
+  if (r.stopped == "no_gpu") return kExitNotRun;
+  return kExitOk;
+}
+
+}  // namespace kp::cli

@@ -1,0 +1,234 @@
+#include "driver/optimize_session.h"
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "search/tune_space.h"
+#include "store/run_store.h"
+#include "util/strings.h"
+
+namespace kp::driver {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using search::TunePoint;
+using search::TuneSpace;
+
+json OptimizeReport::to_json() const {
+  return {{"stopped", stopped},
+          {"evaluated", evaluated},
+          {"nodes", nodes},
+          {"seed_seconds", seed_seconds},
+          {"best_seconds", best_seconds},
+          {"reference_seconds", reference_seconds},
+          {"speedup_vs_seed", best_seconds > 0 ? seed_seconds / best_seconds : 0.0},
+          {"speedup_vs_reference", best_seconds > 0 ? reference_seconds / best_seconds : 0.0},
+          {"best_point", best_point},
+          {"best_source", best_source.string()},
+          {"time_s", {{"build", build_s}, {"worker", worker_s}, {"wall", wall_s}, {"search_and_store", wall_s - build_s - worker_s}}}};
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// "BLOCK=512 VEC=4" back to a point.
+TunePoint parse_point(const std::string& text) {
+  TunePoint p;
+  for (const auto& part : split(text, ' ')) {
+    const size_t eq = part.find('=');
+    if (eq == std::string::npos) continue;
+    try {
+      p[part.substr(0, eq)] = std::stoll(part.substr(eq + 1));
+    } catch (...) {
+    }
+  }
+  return p;
+}
+
+search::Measurement measurement_of(const eval::EvalResult& r) {
+  search::Measurement m;
+  m.ok = r.outcome == eval::Outcome::kOk;
+  m.seconds = r.time.median;
+  if (r.report && r.report->energy && r.report->energy->measured) m.joules = r.report->energy->joules_per_call;
+  return m;
+}
+
+}  // namespace
+
+Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks& hooks, const OptimizeOptions& o) {
+  const auto t0 = Clock::now();
+  auto say = [&](const std::string& s) {
+    if (hooks.progress) hooks.progress(s);
+  };
+  if (!task.seed_path)
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("{}: no seed.cu. Without a model, optimize tunes the KP_TUNE parameters of the task's "
+                                  "seed: add one, or configure a model (--provider) to write candidates",
+                                  task.name));
+  KP_TRY(std::string seed_source, read_file(task.seed_path->string()));
+  KP_TRY(auto params, build::parse_tune_params(seed_source));
+  TuneSpace space(params);
+  if (space.empty())
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("{}: the seed declares no KP_TUNE parameters, so there is nothing to tune without a "
+                                  "model; declare some (KP_TUNE(NAME, default, alternatives...)) or configure a model",
+                                  task.seed_path->string()));
+  KP_TRY(auto store, store::RunStore::open(o.run_dir / "store.db"));
+  KP_TRY(auto rows, store.nodes());
+  if (!rows.empty() && !o.resume)
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("{} holds an earlier run: add --resume to continue it, or choose another --run-dir",
+                                  o.run_dir.string()));
+  if (auto kept = store.meta("task"); kept && *kept != task.name)
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("{} holds a run of task {}, not {}", o.run_dir.string(), *kept, task.name));
+
+  OptimizeReport report;
+  int evaluated = 0;
+  std::error_code ec;
+  fs::create_directories(o.run_dir / "candidates", ec);
+
+  // One point: its candidate file, stored, evaluated. The store's verdict is committed with
+  // the node, so a kill after this returns loses nothing.
+  auto evaluate_point = [&](const TunePoint& p, bool seed, int64_t node) -> Result<eval::EvalResult> {
+    const std::string source = seed ? seed_source : TuneSpace::apply(seed_source, p);
+    KP_TRY(int64_t cand, store.add_candidate(source, ""));
+    const fs::path file = o.run_dir / "candidates" / fmt::format("{}.cu", cand);
+    KP_TRY_STATUS(write_file(file.string(), source));
+    KP_TRY(eval::EvalResult r, hooks.evaluate(file));
+    ++evaluated;
+    report.build_s += r.build_seconds;
+    report.worker_s += r.worker_seconds;
+    const auto m = measurement_of(r);
+    if (node >= 0 && r.outcome != eval::Outcome::kNotRun) {
+      KP_TRY_STATUS(store.record_evaluation(node, {cand, eval::to_string(r.outcome), r.reason, m.seconds, m.joules,
+                                                   r.speedup_vs_reference, hooks.record ? hooks.record(r) : "{}"},
+                                            m.ok, m.seconds, m.joules));
+    }
+    return r;
+  };
+
+  if (rows.empty()) {
+    say(fmt::format("seed: {} ({} points in the tuning space)", TuneSpace::describe(space.defaults()), space.size()));
+    KP_TRY(eval::EvalResult r, evaluate_point(space.defaults(), true, -1));
+    if (r.outcome == eval::Outcome::kNotRun) {
+      report.stopped = "no_gpu";
+      report.evaluated = evaluated;
+      return report;
+    }
+    if (r.outcome != eval::Outcome::kOk)
+      return make_error(ErrorCode::kInvalidInput, fmt::format("the seed does not pass ({}: {}): fix it before tuning it",
+                                                              eval::to_string(r.outcome), r.reason));
+    KP_TRY_STATUS(store.set_meta("task", task.name));
+    KP_TRY_STATUS(store.set_meta("reference_seconds", fmt::format("{:.17g}", r.reference_seconds)));
+    KP_TRY_STATUS(store.set_meta("reference_joules", "0"));
+    KP_TRY(int64_t cand, store.add_candidate(seed_source, ""));
+    const auto m = measurement_of(r);
+    KP_TRY(int64_t root, store.add_node({0, -1, "root", TuneSpace::describe(space.defaults()), cand, false}));
+    KP_TRY_STATUS(store.record_evaluation(root, {cand, "ok", "", m.seconds, m.joules, r.speedup_vs_reference, hooks.record ? hooks.record(r) : "{}"}, true,
+                                          m.seconds, m.joules));
+    KP_TRY(rows, store.nodes());
+  }
+
+  // The tree, rebuilt from the store: measurements replayed in the order they were made.
+  const search::Measurement reference{true, std::stod(store.meta("reference_seconds").value_or("0")), 0};
+  const auto& root_row = rows.front();
+  search::Tree tree({root_row.ok, root_row.seconds, root_row.joules}, reference, o.reward);
+  std::map<int64_t, int> tree_id{{root_row.id, 0}};
+  std::vector<int64_t> db_id{root_row.id};
+  std::vector<TunePoint> point{parse_point(root_row.direction)};
+  std::set<std::string> tried{root_row.direction};
+  for (size_t i = 1; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    if (!r.measured) continue;  // in flight when the run stopped: proposed again
+    auto parent = tree_id.find(r.parent);
+    if (parent == tree_id.end()) continue;
+    const int id = tree.add(parent->second, {r.kind == "repair" ? search::EdgeKind::kRepair : search::EdgeKind::kTune,
+                                             r.direction});
+    tree.measure(id, {r.ok, r.seconds, r.joules});
+    tree.node(id).closed = r.closed;
+    tree.node(id).exhausted = r.exhausted;
+    tree_id[r.id] = id;
+    db_id.push_back(r.id);
+    point.push_back(parse_point(r.direction));
+    tried.insert(r.direction);
+  }
+  for (const auto& r : rows)
+    if (auto t = tree_id.find(r.id); t != tree_id.end()) tree.node(t->second).closed = r.closed;
+  if (rows.size() > 1) say(fmt::format("resume: {} candidates measured before", tree.size()));
+
+  // The search.
+  KP_TRY(auto strategy, search::make_strategy(o.strategy, o.search));
+  std::optional<Error> failure;
+  std::optional<std::pair<int64_t, TunePoint>> pending;
+  auto expand = [&](const search::Tree& t,
+                    const search::Expansion& e) -> std::optional<std::pair<search::Direction, search::Measurement>> {
+    for (const TunePoint& n : space.neighbours(point[static_cast<size_t>(e.parent)])) {
+      const std::string text = TuneSpace::describe(n);
+      if (!tried.insert(text).second) continue;
+      auto node = store.add_node({0, db_id[static_cast<size_t>(e.parent)], e.repair ? "repair" : "tune", text, 0, false});
+      if (!node) {
+        failure = node.error();
+        return std::nullopt;
+      }
+      auto r = evaluate_point(n, false, *node);
+      if (!r) {
+        failure = r.error();
+        return std::nullopt;
+      }
+      pending = {{*node, n}};
+      const auto m = measurement_of(*r);
+      say(fmt::format("[{}] {}: {}{}", t.size(), text, eval::to_string(r->outcome),
+                      m.ok ? fmt::format(" {:.4g} ms, {:.2f}x the seed", m.seconds * 1e3, t.node(0).measured->seconds / m.seconds)
+                           : " (" + r->reason.substr(0, 120) + ")"));
+      return std::make_pair(search::Direction{search::EdgeKind::kTune, text}, m);
+    }
+    return std::nullopt;
+  };
+  search::LoopHooks loop;
+  auto over_budget = [&]() {
+    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (evaluated >= o.max_evaluations) return "budget";
+    if (o.max_wall_s > 0 && wall >= o.max_wall_s) return "budget";
+    if (o.max_gpu_s > 0 && report.worker_s >= o.max_gpu_s) return "budget";
+    if (hooks.interrupted && hooks.interrupted()) return "interrupted";
+    return "";
+  };
+  loop.stop = [&]() { return failure.has_value() || *over_budget() != '\0'; };
+  loop.after = [&](const search::Tree& t, int child) {
+    db_id.push_back(pending->first);
+    point.push_back(pending->second);
+    const search::Node& parent = t.node(t.node(child).parent);
+    if (auto s = store.set_node_flags(db_id[static_cast<size_t>(parent.id)], parent.closed, parent.exhausted); !s)
+      failure = s.error();
+  };
+  search::run_search(*strategy, tree, expand, o.max_evaluations, o.search, loop);
+  if (failure) return *failure;
+  report.stopped = *over_budget() ? over_budget() : "exhausted";
+
+  // The best, with its verdict.
+  const int best = tree.best();
+  report.nodes = static_cast<int>(tree.size());
+  report.evaluated = evaluated;
+  report.seed_seconds = tree.node(0).measured->seconds;
+  report.best_seconds = tree.node(best).measured->seconds;
+  report.reference_seconds = reference.seconds;
+  report.best_point = TuneSpace::describe(point[static_cast<size_t>(best)]);
+  report.best_source = o.run_dir / "best.cu";
+  const std::string best_text = best == 0 ? seed_source : TuneSpace::apply(seed_source, point[static_cast<size_t>(best)]);
+  KP_TRY_STATUS(write_file(report.best_source.string(), best_text));
+  report.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  json j = report.to_json();
+  j["task"] = task.name;
+  j["strategy"] = o.strategy;
+  j["objective"] = search::to_string(o.reward.objective);
+  KP_TRY_STATUS(write_file((o.run_dir / "best.json").string(), j.dump(2) + "\n"));
+  return report;
+}
+
+}  // namespace kp::driver

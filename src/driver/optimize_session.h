@@ -1,0 +1,52 @@
+// `kernelpro optimize` without a model: the offline tuner. The seed's KP_TUNE parameters span
+// the space, a node is one point of it (a candidate file whose declarations default to the
+// point), an edge changes one parameter by one step, and the search strategy (MCTS by default)
+// chooses which node to expand. Every candidate and verdict goes to the run store
+// (RUN_DIR/store.db) as it is made, so a run stopped in any way resumes with `resume` and
+// evaluates nothing twice. The best candidate is written to RUN_DIR/best.cu with best.json.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "eval/evaluator.h"
+#include "search/strategy.h"
+#include "task/task.h"
+
+namespace kp::driver {
+
+struct OptimizeOptions {
+  std::filesystem::path run_dir;  // required
+  std::string strategy = "mcts";  // mcts, greedy, beam
+  search::SearchOptions search;
+  search::RewardOptions reward;
+  int max_evaluations = 30;  // candidates evaluated by this run (the seed included)
+  double max_wall_s = 0;     // 0: no limit
+  double max_gpu_s = 0;      // the workers' seconds, summed; 0: no limit
+  bool resume = false;
+};
+
+struct OptimizeHooks {
+  std::function<Result<eval::EvalResult>(const std::filesystem::path& cu)> evaluate;  // required
+  std::function<void(const std::string&)> progress;                                   // may be empty
+  std::function<bool()> interrupted;  // Ctrl-C: stop after the evaluation in flight
+  std::function<std::string(const eval::EvalResult&)> record;  // the verdict as JSON, for the store
+};
+
+struct OptimizeReport {
+  std::string stopped;  // "budget", "exhausted", "interrupted", "no_gpu"
+  int evaluated = 0;    // candidates evaluated by this run
+  int nodes = 0;        // in the tree, over every run of it
+  double seed_seconds = 0, best_seconds = 0, reference_seconds = 0;
+  std::string best_point;  // "BLOCK=512"
+  std::filesystem::path best_source;
+  double build_s = 0, worker_s = 0, wall_s = 0;  // this run's time: nvcc, the GPU worker, everything
+  nlohmann::json to_json() const;
+};
+
+Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks& hooks, const OptimizeOptions& options);
+
+}  // namespace kp::driver

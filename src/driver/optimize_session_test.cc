@@ -1,0 +1,126 @@
+// The offline tuner's loop with a fake evaluator (a GPU's verdicts cannot be produced here):
+// the time of a candidate is a function of the KP_TUNE defaults its file declares. The store,
+// the files and the search are real.
+#include "driver/optimize_session.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include <gtest/gtest.h>
+
+#include "store/run_store.h"
+#include "sys/temp_dir.h"
+#include "task/native_task_loader.h"
+#include "tests/support/paths.h"
+#include "util/strings.h"
+
+namespace kp::driver {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct FakeGpu {
+  std::map<std::string, int> evaluations;  // "BLOCK_X=32 BLOCK_Y=8" -> times evaluated
+  bool gpu = true;
+  Result<eval::EvalResult> operator()(const fs::path& cu) {
+    auto src = read_file(cu.string());
+    if (!src) return src.error();
+    auto params = build::parse_tune_params(*src).value();
+    const long long x = params[0].values.front(), y = params[1].values.front();
+    ++evaluations[fmt::format("BLOCK_X={} BLOCK_Y={}", x, y)];
+    eval::EvalResult r;
+    if (!gpu) return r;  // not_run
+    r.build_seconds = 0.5;
+    r.worker_seconds = 1.0;
+    if (x == 64 && y == 16) {  // too many threads per block: a launch failure
+      r.outcome = eval::Outcome::kRuntimeError;
+      r.reason = "too many resources requested for launch";
+      return r;
+    }
+    r.outcome = eval::Outcome::kOk;
+    // Fastest at BLOCK_X=32, BLOCK_Y=16 (1.0 ms); the seed (32 x 8) takes 1.6 ms.
+    r.time.median = 1e-3 * (1.0 + 0.6 * (y == 8) + 1.0 * (y == 4) + 0.8 * (x != 32));
+    r.time.count = 100;
+    r.reference_seconds = 3e-3;
+    r.speedup_vs_reference = r.reference_seconds / r.time.median;
+    return r;
+  }
+};
+
+class OptimizeSession : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto t = task::load_native_task((kp::testing::examples_dir() / "transpose").string());
+    ASSERT_TRUE(t.ok());
+    task_ = *t;
+    dir_ = std::make_unique<sys::TempDir>(sys::TempDir::create("kp-opt-").value());
+    o_.run_dir = dir_->path() / "run";
+  }
+  Result<OptimizeReport> run(FakeGpu& gpu) {
+    OptimizeHooks h;
+    h.evaluate = [&](const fs::path& cu) { return gpu(cu); };
+    return run_optimize(task_, h, o_);
+  }
+  task::Task task_;
+  std::unique_ptr<sys::TempDir> dir_;
+  OptimizeOptions o_;
+};
+
+TEST_F(OptimizeSession, TunesTheSeedToTheBestPointAndWritesIt) {
+  FakeGpu gpu;
+  o_.max_evaluations = 20;
+  auto r = run(gpu);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stopped, "exhausted") << "nine points, all tried";
+  EXPECT_EQ(r->evaluated, 9);
+  EXPECT_EQ(r->best_point, "BLOCK_X=32 BLOCK_Y=16");
+  EXPECT_DOUBLE_EQ(r->seed_seconds, 1.6e-3);
+  EXPECT_DOUBLE_EQ(r->best_seconds, 1.0e-3);
+  for (const auto& [point, n] : gpu.evaluations) EXPECT_EQ(n, 1) << point << " evaluated twice";
+  auto best = read_file((o_.run_dir / "best.cu").string());
+  ASSERT_TRUE(best.ok());
+  EXPECT_NE(best->find("KP_TUNE(BLOCK_Y, 16, 4, 8)"), std::string::npos) << *best;
+  auto j = nlohmann::json::parse(read_file((o_.run_dir / "best.json").string()).value());
+  EXPECT_DOUBLE_EQ(j["speedup_vs_seed"].get<double>(), 1.6);
+  EXPECT_DOUBLE_EQ(j["speedup_vs_reference"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(j["time_s"]["build"].get<double>(), 4.5);
+}
+
+TEST_F(OptimizeSession, AStoppedRunResumesWithoutEvaluatingAnythingTwice) {
+  FakeGpu gpu;
+  o_.max_evaluations = 4;
+  auto first = run(gpu);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_EQ(first->stopped, "budget");
+  EXPECT_EQ(first->evaluated, 4);
+  auto again = run(gpu);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.error().message.find("add --resume"), std::string::npos);
+  o_.resume = true;
+  o_.max_evaluations = 20;
+  auto second = run(gpu);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  EXPECT_EQ(second->evaluated, 5) << "the other five points";
+  EXPECT_EQ(second->nodes, 9);
+  EXPECT_EQ(second->best_point, "BLOCK_X=32 BLOCK_Y=16");
+  for (const auto& [point, n] : gpu.evaluations) EXPECT_EQ(n, 1) << point << " evaluated twice";
+  auto store = store::RunStore::open(o_.run_dir / "store.db", store::RunStore::Access::kReader).value();
+  EXPECT_EQ(store.evaluations().value().size(), 9u);
+}
+
+TEST_F(OptimizeSession, SaysWhatIsMissing) {
+  FakeGpu none;
+  none.gpu = false;
+  auto r = run(none);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stopped, "no_gpu");
+  task_.seed_path.reset();
+  FakeGpu gpu;
+  auto no_seed = run(gpu);
+  ASSERT_FALSE(no_seed.ok());
+  EXPECT_NE(no_seed.error().message.find("configure a model (--provider)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kp::driver
