@@ -44,11 +44,15 @@ build::BuildOptions build_options(const CommonFlags& c) {
   return b;
 }
 
+fs::path data_dir() {
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return fs::path(x) / "kernelpro";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".local" / "share" / "kernelpro";
+  return fs::temp_directory_path() / "kernelpro-data";
+}
+
 fs::path calibration_dir(const std::string& flag) {
   if (!flag.empty()) return flag;
-  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return fs::path(x) / "kernelpro" / "calibration";
-  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".local" / "share" / "kernelpro" / "calibration";
-  return fs::temp_directory_path() / "kernelpro-calibration";
+  return data_dir() / "calibration";
 }
 
 // A scratch directory for workers; kept (and named on stderr) when asked.

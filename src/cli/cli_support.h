@@ -28,6 +28,8 @@ std::filesystem::path self_dir();
 // $XDG_CACHE_HOME/kernelpro/build, else ~/.cache/kernelpro/build.
 std::filesystem::path default_cache_dir();
 build::BuildOptions build_options(const CommonFlags& c);
+// kernelpro's data folder: $XDG_DATA_HOME/kernelpro, else ~/.local/share/kernelpro.
+std::filesystem::path data_dir();
 // Where `kernelpro calibrate` stores ceilings: the flag (--store, --calibration) when given,
 // else $XDG_DATA_HOME/kernelpro/calibration, else ~/.local/share/kernelpro/calibration.
 std::filesystem::path calibration_dir(const std::string& flag);

@@ -102,6 +102,7 @@ struct OptimizeFlags {
   double gpu_seconds = 0;         // --gpu-seconds: the workers' time (0: none)
   std::string search = "mcts";    // --search: mcts, greedy, beam
   std::string objective = "time"; // --objective: time, energy, edp, energy-at-matched-time
+  std::string memory;             // --memory: the lessons database (default <data dir>/memory.db)
   EvalFlags eval;                 // --seed, --timeout
 };
 int run_optimize(const OptimizeFlags& flags, const CommonFlags& common);

@@ -134,6 +134,7 @@ int main(int argc, char** argv) {
     optimize->add_option("--gpu-seconds", optimize_flags.gpu_seconds, "stop after the GPU worker has run this long")->check(CLI::NonNegativeNumber);
     optimize->add_option("--search", optimize_flags.search, "mcts (default), greedy or beam");
     optimize->add_option("--objective", optimize_flags.objective, "time (default), energy, edp or energy-at-matched-time");
+    optimize->add_option("--memory", optimize_flags.memory, "the lessons database shared by runs (default $XDG_DATA_HOME/kernelpro/memory.db)");
     optimize->add_option("--seed", optimize_flags.eval.seed, "input seed (default: private, random)");
     optimize->add_option("--timeout", optimize_flags.eval.timeout_s, "seconds before a hanging run is killed")->check(CLI::PositiveNumber);
   }

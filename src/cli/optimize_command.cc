@@ -43,6 +43,7 @@ int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   o.max_evaluations = flags.budget;
   o.max_wall_s = flags.minutes * 60;
   o.max_gpu_s = flags.gpu_seconds;
+  o.memory = flags.memory.empty() ? data_dir() / "memory.db" : fs::path(flags.memory);
   auto objective = search::objective_from_string(flags.objective);
   if (!objective.ok()) return exit_for(objective.error());
   o.reward.objective = *objective;

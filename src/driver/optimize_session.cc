@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -56,6 +57,28 @@ search::Measurement measurement_of(const eval::EvalResult& r) {
   m.seconds = r.time.median;
   if (r.report && r.report->energy && r.report->energy->measured) m.joules = r.report->energy->joules_per_call;
   return m;
+}
+
+// Adds the run's lessons not yet shared to the memory store; the count shared so far is kept in
+// the run's meta, so a resumed run adds only its new ones. Another run holding the memory is
+// waited for a little; after that the lessons stay in the run and the next run shares them.
+Result<int> share_lessons(store::RunStore& run, const fs::path& memory) {
+  KP_TRY(auto all, run.lessons_in_order());
+  const size_t done = static_cast<size_t>(std::stoll(run.meta("lessons_shared").value_or("0")));
+  if (done >= all.size()) return 0;
+  Result<store::RunStore> mem = make_error(ErrorCode::kUnavailable, "");
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    mem = store::RunStore::open(memory);
+    if (mem.ok() || mem.error().code != ErrorCode::kUnavailable) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!mem.ok()) return mem.error().code == ErrorCode::kUnavailable ? Result<int>(0) : Result<int>(mem.error());
+  for (size_t i = done; i < all.size(); ++i) {
+    KP_TRY(int64_t id, mem->add_lesson(all[i]));
+    (void)id;
+  }
+  KP_TRY_STATUS(run.set_meta("lessons_shared", std::to_string(all.size())));
+  return static_cast<int>(all.size() - done);
 }
 
 }  // namespace
@@ -183,6 +206,21 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
       }
       pending = {{*node, n}};
       const auto m = measurement_of(*r);
+      // The lesson of this change: what moved, and what it did to the time and the energy.
+      const search::Measurement& before = *t.node(e.parent).measured;
+      std::string moved;
+      for (const auto& [name, value] : n)
+        if (point[static_cast<size_t>(e.parent)].at(name) != value)
+          moved = fmt::format("{} {} -> {}", name, point[static_cast<size_t>(e.parent)].at(name), value);
+      store::Lesson lesson{task.name, task.category, "", moved, "tune", eval::to_string(r->outcome),
+                           m.ok && before.ok && m.seconds > 0 ? before.seconds / m.seconds : 0,
+                           m.ok && m.joules > 0 && before.joules > 0 ? before.joules / m.joules : 0,
+                           m.ok ? fmt::format("{:.4g} ms -> {:.4g} ms", before.seconds * 1e3, m.seconds * 1e3)
+                                : r->reason.substr(0, 200)};
+      if (auto l = store.add_lesson(lesson); !l) {
+        failure = l.error();
+        return std::nullopt;
+      }
       say(fmt::format("[{}] {}: {}{}", t.size(), text, eval::to_string(r->outcome),
                       m.ok ? fmt::format(" {:.4g} ms, {:.2f}x the seed", m.seconds * 1e3, t.node(0).measured->seconds / m.seconds)
                            : " (" + r->reason.substr(0, 120) + ")"));
@@ -227,6 +265,10 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
   j["task"] = task.name;
   j["strategy"] = o.strategy;
   j["objective"] = search::to_string(o.reward.objective);
+  if (!o.memory.empty()) {
+    KP_TRY(report.lessons_shared, share_lessons(store, o.memory));
+    j["lessons_shared"] = report.lessons_shared;
+  }
   KP_TRY_STATUS(write_file((o.run_dir / "best.json").string(), j.dump(2) + "\n"));
   return report;
 }

@@ -27,6 +27,10 @@ struct OptimizeOptions {
   double max_wall_s = 0;     // 0: no limit
   double max_gpu_s = 0;      // the workers' seconds, summed; 0: no limit
   bool resume = false;
+  // The user's memory across runs (a run store used for its lessons); empty: none. Each
+  // measured change leaves a lesson in the run's store, and the new ones are added here at the
+  // end of the run.
+  std::filesystem::path memory;
 };
 
 struct OptimizeHooks {
@@ -44,6 +48,7 @@ struct OptimizeReport {
   std::string best_point;  // "BLOCK=512"
   std::filesystem::path best_source;
   double build_s = 0, worker_s = 0, wall_s = 0;  // this run's time: nvcc, the GPU worker, everything
+  int lessons_shared = 0;  // lessons added to the memory by this run
   nlohmann::json to_json() const;
 };
 

@@ -3,6 +3,7 @@
 // the files and the search are real.
 #include "driver/optimize_session.h"
 
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -90,10 +91,12 @@ TEST_F(OptimizeSession, TunesTheSeedToTheBestPointAndWritesIt) {
 TEST_F(OptimizeSession, AStoppedRunResumesWithoutEvaluatingAnythingTwice) {
   FakeGpu gpu;
   o_.max_evaluations = 4;
+  o_.memory = dir_->path() / "memory.db";
   auto first = run(gpu);
   ASSERT_TRUE(first.ok()) << first.error().message;
   EXPECT_EQ(first->stopped, "budget");
   EXPECT_EQ(first->evaluated, 4);
+  EXPECT_EQ(first->lessons_shared, 3) << "one lesson per change (the seed is none)";
   auto again = run(gpu);
   ASSERT_FALSE(again.ok());
   EXPECT_NE(again.error().message.find("add --resume"), std::string::npos);
@@ -107,6 +110,14 @@ TEST_F(OptimizeSession, AStoppedRunResumesWithoutEvaluatingAnythingTwice) {
   for (const auto& [point, n] : gpu.evaluations) EXPECT_EQ(n, 1) << point << " evaluated twice";
   auto store = store::RunStore::open(o_.run_dir / "store.db", store::RunStore::Access::kReader).value();
   EXPECT_EQ(store.evaluations().value().size(), 9u);
+  EXPECT_EQ(second->lessons_shared, 5) << "only the resumed run's new lessons";
+  auto memory = store::RunStore::open(o_.memory, store::RunStore::Access::kReader).value();
+  auto lessons = memory.lessons("", "data-movement", 20).value();
+  ASSERT_EQ(lessons.size(), 8u);
+  bool found = false;
+  for (const auto& l : lessons)
+    found = found || (l.direction == "BLOCK_Y 8 -> 16" && l.evidence == "1.6 ms -> 1 ms" && std::abs(l.time_ratio - 1.6) < 1e-9);
+  EXPECT_TRUE(found) << "the seed's step to the best point";
 }
 
 TEST_F(OptimizeSession, SaysWhatIsMissing) {

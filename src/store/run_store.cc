@@ -297,14 +297,9 @@ Result<int64_t> RunStore::add_lesson(const Lesson& l) {
   return db_.last_insert_id();
 }
 
-Result<std::vector<Lesson>> RunStore::lessons(const std::string& bottleneck_class, const std::string& task_category, int limit) {
-  KP_TRY(Stmt s, db_.prepare(
-                     "SELECT task, task_category, bottleneck_class, direction, actions, outcome, time_ratio, energy_ratio, "
-                     "evidence FROM lessons WHERE bottleneck_class = ?1 OR task_category = ?2 "
-                     "ORDER BY (bottleneck_class = ?1) + (task_category = ?2) DESC, (bottleneck_class = ?1) DESC, "
-                     "CASE WHEN time_ratio >= 1 THEN time_ratio WHEN time_ratio > 0 THEN 1.0 / time_ratio ELSE 1 END DESC, "
-                     "id DESC LIMIT ?3"));
-  s.bind(1, bottleneck_class).bind(2, task_category).bind(3, int64_t{limit});
+namespace {
+
+Result<std::vector<Lesson>> read_lessons(Stmt& s) {
   std::vector<Lesson> out;
   for (;;) {
     KP_TRY(bool row, s.step());
@@ -313,6 +308,27 @@ Result<std::vector<Lesson>> RunStore::lessons(const std::string& bottleneck_clas
                    s.double_at(7), s.text_at(8)});
   }
   return out;
+}
+
+constexpr const char* kLessonColumns =
+    "task, task_category, bottleneck_class, direction, actions, outcome, time_ratio, energy_ratio, evidence";
+
+}  // namespace
+
+Result<std::vector<Lesson>> RunStore::lessons_in_order() {
+  KP_TRY(Stmt s, db_.prepare(fmt::format("SELECT {} FROM lessons ORDER BY id", kLessonColumns)));
+  return read_lessons(s);
+}
+
+Result<std::vector<Lesson>> RunStore::lessons(const std::string& bottleneck_class, const std::string& task_category, int limit) {
+  KP_TRY(Stmt s, db_.prepare(fmt::format(
+                     "SELECT {} FROM lessons WHERE bottleneck_class = ?1 OR task_category = ?2 "
+                     "ORDER BY (bottleneck_class = ?1) + (task_category = ?2) DESC, (bottleneck_class = ?1) DESC, "
+                     "CASE WHEN time_ratio >= 1 THEN time_ratio WHEN time_ratio > 0 THEN 1.0 / time_ratio ELSE 1 END DESC, "
+                     "id DESC LIMIT ?3",
+                     kLessonColumns)));
+  s.bind(1, bottleneck_class).bind(2, task_category).bind(3, int64_t{limit});
+  return read_lessons(s);
 }
 
 }  // namespace kp::store

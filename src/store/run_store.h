@@ -89,6 +89,7 @@ class RunStore {
   Status add_finding(int64_t profile, const std::string& tool, const std::string& severity, const std::string& text);
   Result<int64_t> add_llm_call(const LlmCallRow& call);
   Result<int64_t> add_lesson(const Lesson& lesson);
+  Result<std::vector<Lesson>> lessons_in_order();  // as they were added
   // Lessons, most relevant first: same bottleneck class and task category, then the same
   // class, then the same category; within each, the largest change first. `limit` at most.
   Result<std::vector<Lesson>> lessons(const std::string& bottleneck_class, const std::string& task_category, int limit);
