@@ -22,7 +22,8 @@ TEST(OptimizeE2e, TunesTheTransposeSeedAndResumes) {
   if (auto why = testing::nvcc_missing()) GTEST_SKIP() << *why;
   auto dir = sys::TempDir::create("kp-opt-e2e-").value();
   const fs::path run = dir.path() / "run";
-  const std::vector<std::pair<std::string, std::string>> env = {{"XDG_CACHE_HOME", (dir.path() / "cache").string()}};
+  const std::vector<std::pair<std::string, std::string>> env = {{"XDG_CACHE_HOME", (dir.path() / "cache").string()},
+                                                                {"XDG_DATA_HOME", (dir.path() / "data").string()}};
   const std::string task = (testing::examples_dir() / "transpose").string();
   auto first = testing::run_kernelpro({"optimize", task, "--run-dir", run.string(), "--budget", "4"}, env);
   if (testing::gpu_missing()) {
@@ -46,6 +47,7 @@ TEST(OptimizeE2e, TunesTheTransposeSeedAndResumes) {
   auto store = store::RunStore::open(run / "store.db", store::RunStore::Access::kReader);
   ASSERT_TRUE(store.ok()) << store.error().message;
   EXPECT_EQ(store->evaluations().value().size(), 9u);
+  EXPECT_TRUE(fs::exists(dir.path() / "data" / "kernelpro" / "memory.db")) << "the lessons were shared";
 }
 
 }  // namespace
