@@ -149,11 +149,11 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
                                                               eval::to_string(r.outcome), r.reason));
     KP_TRY_STATUS(store.set_meta("task", task.name));
     KP_TRY_STATUS(store.set_meta("reference_seconds", fmt::format("{:.17g}", r.reference_seconds)));
-    KP_TRY_STATUS(store.set_meta("reference_joules", "0"));
     KP_TRY(int64_t cand, store.add_candidate(seed_source, ""));
     const auto m = measurement_of(r);
     KP_TRY(int64_t root, store.add_node({0, -1, "root", TuneSpace::describe(space.defaults()), cand, false}));
-    KP_TRY_STATUS(store.record_evaluation(root, {cand, "ok", "", m.seconds, m.joules, r.speedup_vs_reference, hooks.record ? hooks.record(r) : "{}"}, true,
+    const std::string record = hooks.record ? hooks.record(r) : "{}";
+    KP_TRY_STATUS(store.record_evaluation(root, {cand, "ok", "", m.seconds, m.joules, r.speedup_vs_reference, record}, true,
                                           m.seconds, m.joules));
     KP_TRY(rows, store.nodes());
   }
@@ -181,8 +181,8 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
     point.push_back(parse_point(r.direction));
     tried.insert(r.direction);
   }
-  for (const auto& r : rows)
-    if (auto t = tree_id.find(r.id); t != tree_id.end()) tree.node(t->second).closed = r.closed;
+  tree.node(0).closed = root_row.closed;
+  tree.node(0).exhausted = root_row.exhausted;
   if (rows.size() > 1) say(fmt::format("resume: {} candidates measured before", tree.size()));
 
   // The search.

@@ -213,8 +213,12 @@ Status RunStore::record_evaluation(int64_t node, const EvaluationRow& e, bool ok
     else ev.bind_null(1);
     ev.bind(2, e.outcome).bind(3, e.reason).bind(4, e.seconds).bind(5, e.joules).bind(6, e.speedup).bind(7, e.report_json);
     KP_TRY_STATUS(ev.run());
-    KP_TRY(Stmt nd, db_.prepare("UPDATE nodes SET measured = 1, ok = ?, seconds = ?, joules = ? WHERE id = ?"));
-    nd.bind(1, int64_t{ok}).bind(2, seconds).bind(3, joules).bind(4, node);
+    KP_TRY(Stmt nd, db_.prepare("UPDATE nodes SET measured = 1, ok = ?, seconds = ?, joules = ?, "
+                                "candidate = COALESCE(candidate, ?) WHERE id = ?"));
+    nd.bind(1, int64_t{ok}).bind(2, seconds).bind(3, joules);
+    if (e.candidate > 0) nd.bind(4, e.candidate);
+    else nd.bind_null(4);
+    nd.bind(5, node);
     return nd.run();
   };
   if (Status s = body(); !s) {

@@ -79,7 +79,8 @@ class RunStore {
   // A candidate by the SHA-256 of its files; the same files give the same id.
   Result<int64_t> add_candidate(const std::string& cuda, const std::string& python);
   Result<int64_t> add_node(const NodeRow& node);  // node.id is assigned
-  // The evaluation and the node's measurement, committed together.
+  // The evaluation and the node's measurement (and its candidate, when the node had none yet),
+  // committed together.
   Status record_evaluation(int64_t node, const EvaluationRow& e, bool ok, double seconds, double joules);
   Status set_node_flags(int64_t node, bool closed, bool exhausted);
   Result<std::vector<NodeRow>> nodes();
