@@ -110,7 +110,8 @@ TEST_F(OptimizeSession, AStoppedRunResumesWithoutEvaluatingAnythingTwice) {
   for (const auto& [point, n] : gpu.evaluations) EXPECT_EQ(n, 1) << point << " evaluated twice";
   auto store = store::RunStore::open(o_.run_dir / "store.db", store::RunStore::Access::kReader).value();
   EXPECT_EQ(store.evaluations().value().size(), 9u);
-  for (const auto& n : store.nodes().value()) EXPECT_GT(n.candidate, 0) << "node " << n.id << " names its candidate";
+  const auto nodes = store.nodes().value();
+  for (const auto& n : nodes) EXPECT_GT(n.candidate, 0) << "node " << n.id << " names its candidate";
   EXPECT_EQ(second->lessons_shared, 5) << "only the resumed run's new lessons";
   auto memory = store::RunStore::open(o_.memory, store::RunStore::Access::kReader).value();
   auto lessons = memory.lessons("", "data-movement", 20).value();
