@@ -122,6 +122,24 @@ TEST_F(OptimizeSession, AStoppedRunResumesWithoutEvaluatingAnythingTwice) {
   EXPECT_TRUE(found) << "the seed's step to the best point";
 }
 
+TEST_F(OptimizeSession, AnInterruptStopsAfterTheEvaluationInFlight) {
+  FakeGpu gpu;
+  OptimizeHooks h;
+  int calls = 0;
+  h.evaluate = [&](const fs::path& cu) {
+    ++calls;
+    return gpu(cu);
+  };
+  h.interrupted = [&] { return calls >= 3; };  // Ctrl-C during the third evaluation
+  auto r = run_optimize(task_, h, o_);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stopped, "interrupted");
+  EXPECT_EQ(r->evaluated, 3) << "the third finished and was kept";
+  auto store = store::RunStore::open(o_.run_dir / "store.db", store::RunStore::Access::kReader).value();
+  EXPECT_EQ(store.evaluations().value().size(), 3u);
+  EXPECT_TRUE(fs::exists(o_.run_dir / "best.cu"));
+}
+
 TEST_F(OptimizeSession, SaysWhatIsMissing) {
   FakeGpu none;
   none.gpu = false;
