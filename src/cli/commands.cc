@@ -439,7 +439,9 @@ namespace kp::cli {
 
 namespace {
 
-// The feedback text of `kernelpro analyze` on a candidate that ran.
+// A candidate's analysis as the prompts get it: the measured lines, then the feedback text of
+// `kernelpro analyze` (with `extra_tools` run too), and the tools that made it. An error when
+// it did not pass the check. reference_seed: a KernelBench reference profiled as the seed.
 Result<driver::Analysis> analyze_feedback(const std::string& task_path, const fs::path& candidate, const fs::path& cu,
                                           const std::vector<std::string>& extra_tools, bool reference_seed,
                                           const CommonFlags& common, const EvalFlags& eval) {
