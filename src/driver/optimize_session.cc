@@ -185,7 +185,15 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
   tree.node(0).exhausted = root_row.exhausted;
   if (rows.size() > 1) say(fmt::format("resume: {} candidates measured before", tree.size()));
 
-  // The search.
+  // The search, with a status for the progress lines: the best so far and the budget used.
+  // `just`: a measurement not in the tree yet.
+  auto status = [&](const search::Tree& t, const search::Measurement* just = nullptr) {
+    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    double best = t.node(t.best()).measured->seconds;
+    if (just && just->ok && just->seconds > 0 && just->seconds < best) best = just->seconds;
+    return fmt::format("best {:.2f}x the seed | {}/{} evaluated, {:.0f} s, GPU {:.0f} s", t.node(0).measured->seconds / best,
+                       evaluated, o.max_evaluations, wall, report.worker_s);
+  };
   KP_TRY(auto strategy, search::make_strategy(o.strategy, o.search));
   std::optional<Error> failure;
   std::optional<std::pair<int64_t, TunePoint>> pending;
@@ -199,6 +207,7 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
         failure = node.error();
         return std::nullopt;
       }
+      say(fmt::format("evaluating {} | {}", text, status(t)));
       auto r = evaluate_point(n, false, *node);
       if (!r) {
         failure = r.error();
@@ -221,9 +230,10 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
         failure = l.error();
         return std::nullopt;
       }
-      say(fmt::format("[{}] {}: {}{}", t.size(), text, eval::to_string(r->outcome),
+      say(fmt::format("{}: {}{} | {}", text, eval::to_string(r->outcome),
                       m.ok ? fmt::format(" {:.4g} ms, {:.2f}x the seed", m.seconds * 1e3, t.node(0).measured->seconds / m.seconds)
-                           : " (" + r->reason.substr(0, 120) + ")"));
+                           : " (" + r->reason.substr(0, 120) + ")",
+                      status(t, &m)));
       return std::make_pair(search::Direction{search::EdgeKind::kTune, text}, m);
     }
     return std::nullopt;

@@ -61,8 +61,10 @@ class OptimizeSession : public ::testing::Test {
   Result<OptimizeReport> run(FakeGpu& gpu) {
     OptimizeHooks h;
     h.evaluate = [&](const fs::path& cu) { return gpu(cu); };
+    h.progress = [&](const std::string& line) { progress_.push_back(line); };
     return run_optimize(task_, h, o_);
   }
+  std::vector<std::string> progress_;
   task::Task task_;
   std::unique_ptr<sys::TempDir> dir_;
   OptimizeOptions o_;
@@ -86,6 +88,14 @@ TEST_F(OptimizeSession, TunesTheSeedToTheBestPointAndWritesIt) {
   EXPECT_DOUBLE_EQ(j["speedup_vs_seed"].get<double>(), 1.6);
   EXPECT_DOUBLE_EQ(j["speedup_vs_reference"].get<double>(), 3.0);
   EXPECT_DOUBLE_EQ(j["time_s"]["build"].get<double>(), 4.5);
+  // Each step says what is in flight, then its verdict, with the best so far and the budget.
+  bool in_flight = false, verdict = false;
+  for (const auto& l : progress_) {
+    in_flight = in_flight || (l.rfind("evaluating BLOCK_X=", 0) == 0 && l.find("/20 evaluated") != std::string::npos);
+    verdict = verdict || l.rfind("BLOCK_X=32 BLOCK_Y=16: ok 1 ms, 1.60x the seed | best 1.60x the seed | ", 0) == 0;
+  }
+  EXPECT_TRUE(in_flight);
+  EXPECT_TRUE(verdict) << ::testing::PrintToString(progress_);
 }
 
 TEST_F(OptimizeSession, AStoppedRunResumesWithoutEvaluatingAnythingTwice) {
