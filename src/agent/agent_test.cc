@@ -21,11 +21,14 @@ const char* kNativeCandidate =
 std::string openai_reply(const std::string& content, const json& tool_calls = nullptr) {
   json msg = {{"role", "assistant"}, {"content", content}};
   if (!tool_calls.is_null()) msg["tool_calls"] = tool_calls;
-  return json{{"id", "c"},
-              {"object", "chat.completion"},
-              {"model", "m"},
-              {"choices", json::array({{{"index", 0}, {"message", msg}, {"finish_reason", tool_calls.is_null() ? "stop" : "tool_calls"}}})},
-              {"usage", {{"prompt_tokens", 10}, {"completion_tokens", 5}}}}
+  return json{
+      {"id", "c"},
+      {"object", "chat.completion"},
+      {"model", "m"},
+      {"choices",
+       json::array(
+           {{{"index", 0}, {"message", msg}, {"finish_reason", tool_calls.is_null() ? "stop" : "tool_calls"}}})},
+      {"usage", {{"prompt_tokens", 10}, {"completion_tokens", 5}}}}
       .dump();
 }
 
@@ -39,7 +42,8 @@ struct Rig {
     llm::HttpProviderOptions o;
     o.base_url = server.base_url();
     provider = llm::make_openai_provider(o, *transport);
-    client = std::make_unique<llm::LlmClient>(*provider, llm::ClientOptions{}, llm::ClientHooks{[](double) {}, [] { return 0.5; }, nullptr});
+    client = std::make_unique<llm::LlmClient>(*provider, llm::ClientOptions{},
+                                              llm::ClientHooks{[](double) {}, [] { return 0.5; }, nullptr});
   }
   json request(size_t i) { return json::parse(server.requests().at(i).body); }
 };
@@ -55,7 +59,8 @@ TaskBrief gelu() {
 }
 
 TEST(AgentPrompts, SectionsVariablesAndErrors) {
-  auto ok = render_template("a {{x}}{{#y}} [y={{y}}]{{/y}}{{#z}} [z={{missing}}]{{/z}}.", {{"x", "1"}, {"y", "2"}}, "t");
+  auto ok =
+      render_template("a {{x}}{{#y}} [y={{y}}]{{/y}}{{#z}} [z={{missing}}]{{/z}}.", {{"x", "1"}, {"y", "2"}}, "t");
   ASSERT_TRUE(ok.ok()) << ok.error().message;
   EXPECT_EQ(*ok, "a 1 [y=2].");
   auto hole = render_template("a {{x}} {{y}}", {{"x", "1"}}, "coder.md");
@@ -68,7 +73,7 @@ TEST(AgentPrompts, SectionsVariablesAndErrors) {
 TEST(AgentPrompts, EveryShippedTemplateRendersWithItsRolesVariables) {
   Rig rig;  // loads prompts/ from the source tree
   const Vars task = {{"task_name", "t"}, {"task_kind", "native"}, {"description", "d"}, {"interface", "i"},
-                     {"reference", "r"}, {"current", ""},        {"gpu", "g"}};
+                     {"reference", "r"}, {"current", ""},         {"gpu", "g"}};
   auto with = [&](Vars extra) {
     Vars v = task;
     v.insert(extra.begin(), extra.end());
@@ -99,9 +104,11 @@ TEST(AgentReplies, NativeCandidateAndItsRepairReasons) {
   };
   EXPECT_NE(reason("I would vectorize the loads.").find("no code block"), std::string::npos);
   EXPECT_NE(reason("```cuda\n__global__ void k() {}\n```").find("defines no kp_run"), std::string::npos);
-  EXPECT_NE(reason("```cuda\nKP_EXPORT int kp_run(kp_args* a) {\n  for (;;\n").find("not closed: the reply was cut off after 2 lines"),
+  EXPECT_NE(reason("```cuda\nKP_EXPORT int kp_run(kp_args* a) {\n  for (;;\n")
+                .find("not closed: the reply was cut off after 2 lines"),
             std::string::npos);
-  EXPECT_NE(reason("```cuda\nint kp_run();\n```\n```cuda\nint kp_run();\n```").find("2 CUDA blocks"), std::string::npos);
+  EXPECT_NE(reason("```cuda\nint kp_run();\n```\n```cuda\nint kp_run();\n```").find("2 CUDA blocks"),
+            std::string::npos);
 }
 
 TEST(AgentReplies, KernelBenchFastFormAndLoadInline) {
@@ -112,8 +119,9 @@ TEST(AgentReplies, KernelBenchFastFormAndLoadInline) {
   ASSERT_TRUE(f.ok()) << f.error().message;
   EXPECT_NE(f->python.find("ModelNew"), std::string::npos);
   EXPECT_NE(f->cuda.find("extern \"C\""), std::string::npos);
-  auto inl = extract_candidate("```python\nfrom torch.utils.cpp_extension import load_inline\nclass ModelNew: pass\n```",
-                               TaskKind::kKernelBench);
+  auto inl =
+      extract_candidate("```python\nfrom torch.utils.cpp_extension import load_inline\nclass ModelNew: pass\n```",
+                        TaskKind::kKernelBench);
   ASSERT_TRUE(inl.ok()) << inl.error().message;
   EXPECT_TRUE(inl->cuda.empty());
   auto no_cu = extract_candidate("```python\nclass ModelNew: pass\n```", TaskKind::kKernelBench);
@@ -126,12 +134,14 @@ TEST(AgentReplies, JsonObjectsAndLogCutting) {
   EXPECT_EQ(extract_json_object("sure: {\"tools\": [\"a\"], \"note\": \"{braces}\"} done").value()["tools"][0], "a");
   EXPECT_FALSE(extract_json_object("{\"direction\": \"cut").ok());
   std::string log;
-  for (int i = 0; i < 300; ++i) log += "/tmp/c.cu(12): warning #177-D: variable \"v\" was declared but never referenced\n";
+  for (int i = 0; i < 300; ++i)
+    log += "/tmp/c.cu(12): warning #177-D: variable \"v\" was declared but never referenced\n";
   log += "/tmp/c.cu(40): error: identifier \"floaat4\" is undefined\n    floaat4 v = x4[i];\n    ^\n";
   for (int i = 0; i < 20; ++i) log += "/tmp/c.cu(40): error: identifier \"floaat4\" is undefined\n";
   const std::string cut = cut_log(log, 1500);
   EXPECT_LE(cut.size(), 1700u);
-  EXPECT_EQ(cut.rfind("/tmp/c.cu(40): error: identifier \"floaat4\" is undefined\n    floaat4 v = x4[i];", 0), 0u) << cut;
+  EXPECT_EQ(cut.rfind("/tmp/c.cu(40): error: identifier \"floaat4\" is undefined\n    floaat4 v = x4[i];", 0), 0u)
+      << cut;
   EXPECT_NE(cut.find("left out"), std::string::npos);
   EXPECT_EQ(cut_log("short log\n"), "short log\n");
 }
@@ -148,15 +158,18 @@ TEST(AgentRoles, CoderRepairsAReplyWithoutCode) {
   json second = rig.request(1);
   const auto& msgs = second["messages"];
   EXPECT_EQ(msgs[0]["role"], "system");
-  EXPECT_NE(msgs[1]["content"].get<std::string>().find("## What to change this time\nvectorize the loads"), std::string::npos);
+  EXPECT_NE(msgs[1]["content"].get<std::string>().find("## What to change this time\nvectorize the loads"),
+            std::string::npos);
   EXPECT_EQ(msgs[2]["role"], "assistant");
-  EXPECT_NE(msgs[3]["content"].get<std::string>().find("could not be used: the reply has no code block"), std::string::npos);
+  EXPECT_NE(msgs[3]["content"].get<std::string>().find("could not be used: the reply has no code block"),
+            std::string::npos);
 }
 
 TEST(AgentRoles, KernelBenchCoderSeesTheDirectionAndTheReferencesProfile) {
   Rig rig;
-  rig.server.push({.body = openai_reply("```python\nimport kernelpro_torch\nlib = kernelpro_torch.load()\nclass ModelNew: pass\n"
-                                        "```\n```cuda\nextern \"C\" void f(cudaStream_t s) {}\n```\n")});
+  rig.server.push(
+      {.body = openai_reply("```python\nimport kernelpro_torch\nlib = kernelpro_torch.load()\nclass ModelNew: pass\n"
+                            "```\n```cuda\nextern \"C\" void f(cudaStream_t s) {}\n```\n")});
   Agents agents(*rig.client, rig.prompts, "m", {.tools = false});
   TaskBrief kb = gelu();
   kb.kind = TaskKind::kKernelBench;
@@ -170,8 +183,12 @@ TEST(AgentRoles, KernelBenchCoderSeesTheDirectionAndTheReferencesProfile) {
 
 TEST(AgentRoles, CoderCallsToolsThenAnswers) {
   Rig rig;
-  rig.server.push({.body = openai_reply("", json::array({{{"id", "call_1"}, {"type", "function"},
-      {"function", {{"name", "compile_check"}, {"arguments", R"({"source":"__global__ void draft() {}"})"}}}}}))});
+  rig.server.push(
+      {.body = openai_reply("", json::array({{{"id", "call_1"},
+                                              {"type", "function"},
+                                              {"function",
+                                               {{"name", "compile_check"},
+                                                {"arguments", R"({"source":"__global__ void draft() {}"})"}}}}}))});
   rig.server.push({.body = openai_reply(kNativeCandidate)});
   std::string compiled;
   CoderTools tools;
@@ -211,12 +228,17 @@ TEST(AgentRoles, CoderWithToolsOfferedStillRepairsWithinItsLimit) {
 
 TEST(AgentRoles, ToolRoundsRunOutAndTheModelIsToldToAnswer) {
   Rig rig;
-  rig.server.push({.body = openai_reply("", json::array({{{"id", "c1"}, {"type", "function"},
-      {"function", {{"name", "compile_check"}, {"arguments", "not json"}}}}}))});
+  rig.server.push({.body = openai_reply(
+                       "", json::array({{{"id", "c1"},
+                                         {"type", "function"},
+                                         {"function", {{"name", "compile_check"}, {"arguments", "not json"}}}}}))});
   rig.server.push({.body = openai_reply(kNativeCandidate)});
   CoderTools tools;
   int calls = 0;
-  tools.compile_check = [&](const std::string&) { ++calls; return std::string("compiled"); };
+  tools.compile_check = [&](const std::string&) {
+    ++calls;
+    return std::string("compiled");
+  };
   Agents agents(*rig.client, rig.prompts, "m", {.max_tool_rounds = 1});
   auto r = agents.write(gelu(), "", "", &tools);
   ASSERT_TRUE(r.ok()) << r.error().message;
@@ -224,12 +246,14 @@ TEST(AgentRoles, ToolRoundsRunOutAndTheModelIsToldToAnswer) {
   EXPECT_EQ(second.count("tools"), 0u) << "no tools offered after the last round";
   EXPECT_NE(second["messages"][3]["content"].get<std::string>().find("arguments were not JSON"), std::string::npos);
   EXPECT_EQ(calls, 0) << "a tool is not run on arguments that are not JSON";
-  EXPECT_NE(second["messages"].back()["content"].get<std::string>().find("last round of tool calls"), std::string::npos);
+  EXPECT_NE(second["messages"].back()["content"].get<std::string>().find("last round of tool calls"),
+            std::string::npos);
 }
 
 TEST(AgentRoles, PlannerAnalystAndDebugger) {
   Rig rig;
-  rig.server.push({.body = openai_reply("```json\n{\"direction\": \"online softmax: one pass\", \"actions\": [\"reuse_data\"], \"why\": \"DRAM 1.9x ideal\"}\n```")});
+  rig.server.push({.body = openai_reply("```json\n{\"direction\": \"online softmax: one pass\", \"actions\": "
+                                        "[\"reuse_data\"], \"why\": \"DRAM 1.9x ideal\"}\n```")});
   rig.server.push({.body = openai_reply("{\"tools\": [\"bank_conflict\"]}")});
   rig.server.push({.body = openai_reply("{\"tools\": [\"bank_conflicts\"]}")});
   rig.server.push({.body = openai_reply(kNativeCandidate)});
@@ -241,17 +265,20 @@ TEST(AgentRoles, PlannerAnalystAndDebugger) {
   EXPECT_NE(rig.request(0)["messages"][1]["content"].get<std::string>().find("## The task\n"), std::string::npos)
       << "the planner knows what the task is";
   auto tools = agents.choose_tools(gelu(), "memory-bound",
-                                   {{"bank_conflicts", "shared-memory bank conflicts"}, {"warp_stalls", "stall reasons"},
+                                   {{"bank_conflicts", "shared-memory bank conflicts"},
+                                    {"warp_stalls", "stall reasons"},
                                     {"roofline_headroom", "the roof", true}});
   ASSERT_TRUE(tools.ok()) << tools.error().message;
   EXPECT_EQ(*tools, std::vector<std::string>{"bank_conflicts"});
   const std::string analyst = rig.request(1)["messages"][1]["content"].get<std::string>();
-  EXPECT_NE(analyst.find("- bank_conflicts: shared-memory bank conflicts\n- warp_stalls: stall reasons\n"), std::string::npos)
+  EXPECT_NE(analyst.find("- bank_conflicts: shared-memory bank conflicts\n- warp_stalls: stall reasons\n"),
+            std::string::npos)
       << analyst;
   EXPECT_NE(analyst.find("Tools that produced this analysis: roofline_headroom."), std::string::npos) << analyst;
   EXPECT_EQ(analyst.find("- roofline_headroom"), std::string::npos) << "a tool that ran is not offered again";
-  EXPECT_NE(rig.request(2)["messages"].back()["content"].get<std::string>().find("\"bank_conflict\" is not one of the tools"),
-            std::string::npos);
+  EXPECT_NE(
+      rig.request(2)["messages"].back()["content"].get<std::string>().find("\"bank_conflict\" is not one of the tools"),
+      std::string::npos);
   std::string log = "c.cu(3): error: expected a \";\"\n";
   auto fixed = agents.debug(gelu(), {"bad source\n", ""}, "compile_error", log);
   ASSERT_TRUE(fixed.ok()) << fixed.error().message;
@@ -267,7 +294,8 @@ TEST(AgentRoles, GivesUpAfterTheRepairsWithTheLastReason) {
   Agents agents(*rig.client, rig.prompts, "m", {.max_repairs = 2, .tools = false});
   auto r = agents.write(gelu(), "", "", nullptr);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("after 2 repair prompts: the reply has no code block"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("after 2 repair prompts: the reply has no code block"), std::string::npos)
+      << r.error().message;
   EXPECT_EQ(rig.server.requests().size(), 3u);
 }
 

@@ -31,9 +31,14 @@ Agents::Agents(llm::LlmClient& client, const PromptLibrary& prompts, std::string
     : client_(client), prompts_(prompts), model_(std::move(model)), o_(options) {}
 
 Vars Agents::task_vars(const TaskBrief& t) const {
-  return {{"task_name", t.name},   {"task_kind", kind_word(t.kind)}, {"description", t.description},
-          {"interface", t.interface}, {"reference", t.reference},  {"current", t.current},
-          {"gpu", t.gpu},          {"problem", t.kind == TaskKind::kKernelBench ? t.interface : std::string()}};
+  return {{"task_name", t.name},
+          {"task_kind", kind_word(t.kind)},
+          {"description", t.description},
+          {"interface", t.interface},
+          {"reference", t.reference},
+          {"current", t.current},
+          {"gpu", t.gpu},
+          {"problem", t.kind == TaskKind::kKernelBench ? t.interface : std::string()}};
 }
 
 ChatRequest Agents::request(const std::string& user) const {
@@ -84,7 +89,8 @@ Result<Plan> Agents::plan(const TaskBrief& task, const std::string& feedback, co
   std::function<Result<Plan>(const ChatReply&)> parse = [](const ChatReply& r) -> Result<Plan> {
     auto j = extract_json_object(r.text);
     if (!j) return j.error();
-    if (!j->contains("direction") || !(*j)["direction"].is_string() || trim((*j)["direction"].get<std::string>()).empty())
+    if (!j->contains("direction") || !(*j)["direction"].is_string() ||
+        trim((*j)["direction"].get<std::string>()).empty())
       return make_error(ErrorCode::kInvalidInput, "the JSON has no \"direction\" string: say what to change next");
     Plan p;
     p.direction = (*j)["direction"].get<std::string>();
@@ -109,18 +115,23 @@ Result<CoderResult> Agents::write(const TaskBrief& task, const std::string& dire
   const bool offer = o_.tools && tools;
   if (offer) {
     if (tools->compile_check)
-      req.tools.push_back({"compile_check",
-                           "Compile a draft of the whole candidate with nvcc for this GPU and get the errors and the "
-                           "ptxas resource report (registers, spills, shared memory) back. Nothing is run.",
-                           json::parse(R"({"type":"object","properties":{"source":{"type":"string","description":"the whole .cu file"}},"required":["source"]})")});
+      req.tools.push_back(
+          {"compile_check",
+           "Compile a draft of the whole candidate with nvcc for this GPU and get the errors and the "
+           "ptxas resource report (registers, spills, shared memory) back. Nothing is run.",
+           json::parse(
+               R"({"type":"object","properties":{"source":{"type":"string","description":"the whole .cu file"}},"required":["source"]})")});
     if (tools->run_analysis_tool)
-      req.tools.push_back({"run_analysis_tool",
-                           "Run one of kernelpro's analysis tools on the current best candidate and get its finding. "
-                           "Tools: " + join(tools->analysis_tool_names, ", ") + ".",
-                           json::parse(R"({"type":"object","properties":{"name":{"type":"string"}},"required":["name"]})")});
+      req.tools.push_back(
+          {"run_analysis_tool",
+           "Run one of kernelpro's analysis tools on the current best candidate and get its finding. "
+           "Tools: " +
+               join(tools->analysis_tool_names, ", ") + ".",
+           json::parse(R"({"type":"object","properties":{"name":{"type":"string"}},"required":["name"]})")});
     if (tools->search_code)
-      req.tools.push_back({"search_code", "Search CUTLASS and CuTe source for an identifier or a phrase; returns file:line hits.",
-                           json::parse(R"({"type":"object","properties":{"query":{"type":"string"}},"required":["query"]})")});
+      req.tools.push_back(
+          {"search_code", "Search CUTLASS and CuTe source for an identifier or a phrase; returns file:line hits.",
+           json::parse(R"({"type":"object","properties":{"query":{"type":"string"}},"required":["query"]})")});
   }
   // Tool rounds: run the calls, hand back the results, ask again. A reply without calls is the
   // answer, judged (and repaired) below.
@@ -136,13 +147,20 @@ Result<CoderResult> Agents::write(const TaskBrief& task, const std::string& dire
     for (const auto& c : reply->tool_calls) {
       ++result.tool_calls;
       json args = json::parse(c.arguments_json, nullptr, false);
-      auto arg = [&](const char* k) { return args.is_object() && args.contains(k) && args[k].is_string() ? args[k].get<std::string>() : ""; };
+      auto arg = [&](const char* k) {
+        return args.is_object() && args.contains(k) && args[k].is_string() ? args[k].get<std::string>() : "";
+      };
       std::string out;
-      if (args.is_discarded()) out = "the arguments were not JSON: " + c.arguments_json.substr(0, 200);
-      else if (c.name == "compile_check" && tools->compile_check) out = tools->compile_check(arg("source"));
-      else if (c.name == "run_analysis_tool" && tools->run_analysis_tool) out = tools->run_analysis_tool(arg("name"));
-      else if (c.name == "search_code" && tools->search_code) out = tools->search_code(arg("query"));
-      else out = fmt::format("unknown tool \"{}\"; the tools are: compile_check, run_analysis_tool, search_code", c.name);
+      if (args.is_discarded())
+        out = "the arguments were not JSON: " + c.arguments_json.substr(0, 200);
+      else if (c.name == "compile_check" && tools->compile_check)
+        out = tools->compile_check(arg("source"));
+      else if (c.name == "run_analysis_tool" && tools->run_analysis_tool)
+        out = tools->run_analysis_tool(arg("name"));
+      else if (c.name == "search_code" && tools->search_code)
+        out = tools->search_code(arg("query"));
+      else
+        out = fmt::format("unknown tool \"{}\"; the tools are: compile_check, run_analysis_tool, search_code", c.name);
       req.messages.push_back({Role::kTool, cut_log(out), {}, c.id});
     }
     if (round + 1 == o_.max_tool_rounds) {
@@ -155,12 +173,16 @@ Result<CoderResult> Agents::write(const TaskBrief& task, const std::string& dire
   return candidate(std::move(req), task.kind, std::move(result), std::move(answer));
 }
 
-Result<CoderResult> Agents::candidate(ChatRequest req, TaskKind kind, CoderResult result, std::optional<ChatReply> first) {
+Result<CoderResult> Agents::candidate(ChatRequest req, TaskKind kind, CoderResult result,
+                                      std::optional<ChatReply> first) {
   std::string last;
-  auto files = converse<CandidateFiles>(std::move(req), [&](const ChatReply& r) {
-    last = r.text;
-    return extract_candidate(r.text, kind);
-  }, &result.repairs, std::move(first));
+  auto files = converse<CandidateFiles>(
+      std::move(req),
+      [&](const ChatReply& r) {
+        last = r.text;
+        return extract_candidate(r.text, kind);
+      },
+      &result.repairs, std::move(first));
   if (!files) return files.error();
   result.files = std::move(*files);
   result.reply = last;
@@ -207,9 +229,10 @@ Result<std::vector<std::string>> Agents::choose_tools(const TaskBrief& task, con
       if (!t.is_string()) return make_error(ErrorCode::kInvalidInput, "\"tools\" must list tool names as strings");
       const std::string name = t.get<std::string>();
       if (std::find(open.begin(), open.end(), name) == open.end())
-        return make_error(ErrorCode::kInvalidInput,
-                          fmt::format("\"{}\" is not one of the tools listed{}; choose from: {}", name,
-                                      ran.find(name) != std::string::npos ? " (it ran already)" : "", join(open, ", ")));
+        return make_error(
+            ErrorCode::kInvalidInput,
+            fmt::format("\"{}\" is not one of the tools listed{}; choose from: {}", name,
+                        ran.find(name) != std::string::npos ? " (it ran already)" : "", join(open, ", ")));
       if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
     }
     return out;

@@ -1,10 +1,10 @@
 // `kernelpro optimize TASK`: the search loop. Without a model configured it is the offline
 // tuner (driver/optimize_session.h): the seed's KP_TUNE parameters, searched with MCTS (or
 // greedy, beam), every verdict in RUN_DIR/store.db, the best in RUN_DIR/best.cu.
+#include <unistd.h>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
-#include <unistd.h>
 
 #include <atomic>
 
@@ -30,10 +30,11 @@ extern "C" void on_sigint(int) { g_interrupted.store(true); }
 
 int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   if (is_kernelbench_path(flags.task))
-    return exit_for(make_error(ErrorCode::kInvalidInput,
-                               fmt::format("{}: a KernelBench problem has no seed to tune; optimize needs a model for it "
-                                           "(the model-driven loop is not in this build: use kernelpro generate)",
-                                           flags.task)));
+    return exit_for(
+        make_error(ErrorCode::kInvalidInput,
+                   fmt::format("{}: a KernelBench problem has no seed to tune; optimize needs a model for it "
+                               "(the model-driven loop is not in this build: use kernelpro generate)",
+                               flags.task)));
   auto task = task::load_native_task(flags.task);
   if (!task.ok()) return exit_for(task.error());
   driver::OptimizeOptions o;
@@ -66,8 +67,10 @@ int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   hooks.progress = [&](const std::string& line) {
     if (common.json) return;
     // On a terminal each step overwrites the live line; in a log every step is its own line.
-    if (tty) std::fprintf(stderr, "\r\033[2Kkernelpro: %s", line.c_str());
-    else std::fprintf(stderr, "kernelpro: %s\n", line.c_str());
+    if (tty)
+      std::fprintf(stderr, "\r\033[2Kkernelpro: %s", line.c_str());
+    else
+      std::fprintf(stderr, "kernelpro: %s\n", line.c_str());
   };
   g_interrupted = false;
   auto previous = std::signal(SIGINT, on_sigint);
@@ -83,15 +86,17 @@ int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   } else if (r.stopped == "no_gpu") {
     std::cout << "No GPU here: the seed built; tuning needs its timings. Run the same command on a GPU machine.\n";
   } else {
-    std::cout << fmt::format("{}: best {} at {:.4g} ms: {:.2f}x the seed ({:.4g} ms), {:.2f}x the reference ({:.4g} ms)\n",
-                             task->name, r.best_point, r.best_seconds * 1e3, r.seed_seconds / r.best_seconds,
-                             r.seed_seconds * 1e3, r.reference_seconds / r.best_seconds, r.reference_seconds * 1e3);
-    std::cout << fmt::format("{} candidate(s) evaluated in this run, {} in the tree; stopped: {}; {}\n", r.evaluated, r.nodes,
-                             r.stopped, r.best_source.string());
+    std::cout << fmt::format(
+        "{}: best {} at {:.4g} ms: {:.2f}x the seed ({:.4g} ms), {:.2f}x the reference ({:.4g} ms)\n", task->name,
+        r.best_point, r.best_seconds * 1e3, r.seed_seconds / r.best_seconds, r.seed_seconds * 1e3,
+        r.reference_seconds / r.best_seconds, r.reference_seconds * 1e3);
+    std::cout << fmt::format("{} candidate(s) evaluated in this run, {} in the tree; stopped: {}; {}\n", r.evaluated,
+                             r.nodes, r.stopped, r.best_source.string());
     std::cout << fmt::format("time: {:.1f} s wall = {:.1f} s build + {:.1f} s GPU worker + {:.1f} s search and store\n",
                              r.wall_s, r.build_s, r.worker_s, r.wall_s - r.build_s - r.worker_s);
     if (r.stopped == "interrupted" || r.stopped == "budget")
-      std::cout << fmt::format("Continue it with: kernelpro optimize {} --run-dir {} --resume\n", flags.task, o.run_dir.string());
+      std::cout << fmt::format("Continue it with: kernelpro optimize {} --run-dir {} --resume\n", flags.task,
+                               o.run_dir.string());
   }
   if (r.stopped == "no_gpu") return kExitNotRun;
   return kExitOk;

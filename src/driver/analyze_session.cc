@@ -47,7 +47,8 @@ Result<analysis::ToolRegistry> make_registry(const std::vector<fs::path>& rule_d
       std::string name = t->spec().name;
       auto added = registry.add(std::move(t));
       if (!added.ok())
-        return make_error(ErrorCode::kInvalidInput, fmt::format("rule files in {}: {}", dir.string(), added.error().message));
+        return make_error(ErrorCode::kInvalidInput,
+                          fmt::format("rule files in {}: {}", dir.string(), added.error().message));
     }
   }
   return registry;
@@ -79,10 +80,11 @@ std::string measured_summary(const AnalyzePage& page) {
   out += "\n";
   if (e.ideal_bytes > 0 && e.ceilings.dram_bytes_per_s > 0) {
     const double floor_s = e.ideal_bytes / e.ceilings.dram_bytes_per_s;
-    out += fmt::format("  ideal traffic {:.4g} MB: {} at the {} DRAM roof of {:.3g} TB/s, {:.0f}% of this call's time\n",
-                       e.ideal_bytes / 1e6, ms(floor_s),
-                       e.ceilings.source == profile::CeilingSource::kDatasheet ? "datasheet" : "calibrated",
-                       e.ceilings.dram_bytes_per_s / 1e12, 100.0 * floor_s / r.time.median);
+    out +=
+        fmt::format("  ideal traffic {:.4g} MB: {} at the {} DRAM roof of {:.3g} TB/s, {:.0f}% of this call's time\n",
+                    e.ideal_bytes / 1e6, ms(floor_s),
+                    e.ceilings.source == profile::CeilingSource::kDatasheet ? "datasheet" : "calibrated",
+                    e.ceilings.dram_bytes_per_s / 1e12, 100.0 * floor_s / r.time.median);
   }
   double read = 0, written = 0;
   for (const auto& k : e.kernels) {
@@ -91,7 +93,8 @@ std::string measured_summary(const AnalyzePage& page) {
   }
   if (read + written > 0)
     out += fmt::format("  DRAM traffic of the profiled kernels: {:.4g} MB read, {:.4g} MB written{}\n", read / 1e6,
-                       written / 1e6, e.ideal_bytes > 0 ? fmt::format(" ({:.2f}x the ideal)", (read + written) / e.ideal_bytes) : "");
+                       written / 1e6,
+                       e.ideal_bytes > 0 ? fmt::format(" ({:.2f}x the ideal)", (read + written) / e.ideal_bytes) : "");
   const size_t shown = std::min<size_t>(e.kernels.size(), 6);
   for (size_t i = 0; i < shown; ++i) {
     const auto& k = e.kernels[i];
@@ -181,8 +184,8 @@ Result<AnalyzePage> replay_analyze(const nlohmann::json& file, const AnalyzeOpti
                       "not a kernelpro evidence file (no \"format\": \"kernelpro-evidence\"); write one with "
                       "`kernelpro analyze TASK CANDIDATE --save-evidence FILE`");
   if (file.value("version", 0) != 1)
-    return make_error(ErrorCode::kInvalidInput,
-                      fmt::format("evidence file version {}: this kernelpro reads version 1", file.value("version", 0)));
+    return make_error(ErrorCode::kInvalidInput, fmt::format("evidence file version {}: this kernelpro reads version 1",
+                                                            file.value("version", 0)));
   KP_TRY(analysis::Evidence evidence, analysis::evidence_from_json(file.value("evidence", nlohmann::json())));
   KP_TRY(analysis::ToolRegistry registry, make_registry(options.rule_dirs));
   const nlohmann::json t = file.value("task", nlohmann::json::object());
@@ -201,7 +204,8 @@ Result<AnalyzePage> replay_analyze(const nlohmann::json& file, const AnalyzeOpti
     if (!page.stage1_metrics.empty()) {
       for (auto& k : stage1.kernels)
         std::erase_if(k.values, [&](const auto& kv) {
-          return std::find(page.stage1_metrics.begin(), page.stage1_metrics.end(), kv.first) == page.stage1_metrics.end();
+          return std::find(page.stage1_metrics.begin(), page.stage1_metrics.end(), kv.first) ==
+                 page.stage1_metrics.end();
         });
     }
     if (!stage1.kernels.empty()) stage1.roofline = classify_evidence(stage1);

@@ -33,7 +33,9 @@ TEST(MeasuredSummary, GivesTheCallTheReferenceTheIdealAndEachKernel) {
   EXPECT_NE(s.find("DRAM traffic of the profiled kernels: 8000 MB read, 4000 MB written (2.80x the ideal)\n"),
             std::string::npos)
       << s;
-  EXPECT_NE(s.find("  kernel 1: " + std::string(87, 'k') + "..., 256 blocks of 256 threads, 0.25 ms\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("  kernel 1: " + std::string(87, 'k') + "..., 256 blocks of 256 threads, 0.25 ms\n"),
+            std::string::npos)
+      << s;
   EXPECT_NE(s.find("  kernel 6: small_5"), std::string::npos);
   EXPECT_EQ(s.find("small_6"), std::string::npos) << "six kernels at most";
   EXPECT_NE(s.find("... and 2 more kernels"), std::string::npos);

@@ -16,9 +16,17 @@ using nlohmann::json;
 json GenerateReport::to_json() const {
   json a = json::array();
   for (const auto& x : attempts)
-    a.push_back({{"role", x.role}, {"dir", x.dir.string()}, {"outcome", eval::to_string(x.outcome)}, {"reason", x.reason},
-                 {"speedup", x.speedup}, {"repairs", x.repairs}, {"tool_calls", x.tool_calls}});
-  return {{"direction", direction}, {"attempts", a}, {"outcome", eval::to_string(outcome)}, {"feedback", feedback},
+    a.push_back({{"role", x.role},
+                 {"dir", x.dir.string()},
+                 {"outcome", eval::to_string(x.outcome)},
+                 {"reason", x.reason},
+                 {"speedup", x.speedup},
+                 {"repairs", x.repairs},
+                 {"tool_calls", x.tool_calls}});
+  return {{"direction", direction},
+          {"attempts", a},
+          {"outcome", eval::to_string(outcome)},
+          {"feedback", feedback},
           {"note", note}};
 }
 
@@ -58,10 +66,11 @@ std::string failure_diagnostics(const eval::EvalResult& r) {
       const auto& c = r.report->checks[i];
       if (c.passed) continue;
       const std::string name = i < r.report->output_names.size() ? r.report->output_names[i] : std::to_string(i);
-      out += fmt::format("output {}: {} of {} elements off, {} unwritten, {} NaN/Inf; max abs error {:.3g}, max rel error "
-                         "{:.3g}{}\n",
-                         name, c.mismatches, c.elements, c.unwritten, c.nonfinite, c.max_abs_error, c.max_rel_error,
-                         c.reason.empty() || r.reason.find(c.reason) != std::string::npos ? "" : "; " + c.reason);
+      out += fmt::format(
+          "output {}: {} of {} elements off, {} unwritten, {} NaN/Inf; max abs error {:.3g}, max rel error "
+          "{:.3g}{}\n",
+          name, c.mismatches, c.elements, c.unwritten, c.nonfinite, c.max_abs_error, c.max_rel_error,
+          c.reason.empty() || r.reason.find(c.reason) != std::string::npos ? "" : "; " + c.reason);
     }
   return out;
 }
@@ -82,8 +91,12 @@ struct SessionFacts {
   std::string feedback;  // what the planner and coder get
 
   json to_json() const {
-    return {{"gpu", gpu},           {"seed_analyzed", seed_analyzed}, {"seed_feedback", seed_feedback},
-            {"seed_tools", seed_tools}, {"tools_chosen", tools_chosen},   {"analyst_tools", analyst_tools},
+    return {{"gpu", gpu},
+            {"seed_analyzed", seed_analyzed},
+            {"seed_feedback", seed_feedback},
+            {"seed_tools", seed_tools},
+            {"tools_chosen", tools_chosen},
+            {"analyst_tools", analyst_tools},
             {"feedback", feedback}};
   }
 };
@@ -116,9 +129,7 @@ struct Verdict {
   std::string analysis;     // analyze's feedback, when it passed
 };
 
-std::string files_sha(const agent::CandidateFiles& f) {
-  return sha256_hex(f.cuda + std::string(1, '\0') + f.python);
-}
+std::string files_sha(const agent::CandidateFiles& f) { return sha256_hex(f.cuda + std::string(1, '\0') + f.python); }
 
 std::optional<Verdict> load_verdict(const fs::path& file, const std::string& sha) {
   auto text = read_file(file.string());
@@ -127,13 +138,17 @@ std::optional<Verdict> load_verdict(const fs::path& file, const std::string& sha
   if (!j.is_object() || j.value("files_sha", "") != sha) return std::nullopt;
   auto outcome = eval::outcome_from_string(j.value("outcome", ""));
   if (!outcome || *outcome == eval::Outcome::kNotRun) return std::nullopt;
-  return Verdict{sha, *outcome, j.value("reason", ""), j.value("speedup", 0.0), j.value("diagnostics", ""),
+  return Verdict{sha,
+                 *outcome,
+                 j.value("reason", ""),
+                 j.value("speedup", 0.0),
+                 j.value("diagnostics", ""),
                  j.value("analysis", "")};
 }
 
 Status save_verdict(const fs::path& file, const Verdict& v) {
   json j = {{"files_sha", v.files_sha}, {"outcome", eval::to_string(v.outcome)}, {"reason", v.reason},
-            {"speedup", v.speedup}, {"diagnostics", v.diagnostics}, {"analysis", v.analysis}};
+            {"speedup", v.speedup},     {"diagnostics", v.diagnostics},          {"analysis", v.analysis}};
   return write_file(file.string(), j.dump(2) + "\n");
 }
 
@@ -180,8 +195,10 @@ Result<std::string> settle_facts(const task::Task& task, const agent::TaskBrief&
       if (!o.analyze_seed)  // resumed where the seed cannot be profiled: stop until a GPU can
         return "the analyst's tools (" + join(*chosen, ", ") + ") profile the seed, which needs a GPU";
       say("analyze: the seed again, with " + join(*chosen, ", "));
-      if (auto a = analyze_seed_with(*chosen)) facts.feedback = a->feedback;
-      else say("analyze: the extra tools did not run (" + a.error().message + ")");
+      if (auto a = analyze_seed_with(*chosen))
+        facts.feedback = a->feedback;
+      else
+        say("analyze: the extra tools did not run (" + a.error().message + ")");
     }
   }
   facts.tools_chosen = true;
@@ -191,8 +208,8 @@ Result<std::string> settle_facts(const task::Task& task, const agent::TaskBrief&
 
 bool retryable(eval::Outcome o) {
   using eval::Outcome;
-  return o == Outcome::kCompileError || o == Outcome::kLoadError || o == Outcome::kRuntimeError || o == Outcome::kCrash ||
-         o == Outcome::kTimeout || o == Outcome::kIncorrect;
+  return o == Outcome::kCompileError || o == Outcome::kLoadError || o == Outcome::kRuntimeError ||
+         o == Outcome::kCrash || o == Outcome::kTimeout || o == Outcome::kIncorrect;
 }
 
 }  // namespace
@@ -224,7 +241,9 @@ Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agent
     return report;
   }
   const std::string& feedback = facts.feedback;
-  auto save = [&]() -> Status { return write_file((o.run_dir / "generate.json").string(), report.to_json().dump(2) + "\n"); };
+  auto save = [&]() -> Status {
+    return write_file((o.run_dir / "generate.json").string(), report.to_json().dump(2) + "\n");
+  };
 
   report.direction = o.direction;
   if (report.direction.empty() && o.plan && !feedback.empty()) {
@@ -258,12 +277,18 @@ Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agent
       say(fmt::format("{}: evaluating {}", attempt.role, attempt.dir.string()));
       auto result = hooks.evaluate(cu, py);
       if (!result) return result.error();
-      v = Verdict{sha, result->outcome, result->reason, result->speedup_vs_reference,
-                  result->outcome == eval::Outcome::kOk ? "" : failure_diagnostics(*result), ""};
+      v = Verdict{sha,
+                  result->outcome,
+                  result->reason,
+                  result->speedup_vs_reference,
+                  result->outcome == eval::Outcome::kOk ? "" : failure_diagnostics(*result),
+                  ""};
       if (v.outcome == eval::Outcome::kOk && hooks.analyze) {
         auto a = hooks.analyze(cu, py, {});
-        if (a) v.analysis = a->feedback;
-        else say("analyze: " + a.error().message);
+        if (a)
+          v.analysis = a->feedback;
+        else
+          say("analyze: " + a.error().message);
       }
       if (Status s = save_verdict(verdict_file, v); !s) return s.error();
     }

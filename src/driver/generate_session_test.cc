@@ -7,9 +7,9 @@
 #include <gtest/gtest.h>
 
 #include "llm/client.h"
+#include "sys/temp_dir.h"
 #include "task/native_task_loader.h"
 #include "tests/support/fake_llm_server.h"
-#include "sys/temp_dir.h"
 #include "tests/support/paths.h"
 #include "util/strings.h"
 
@@ -20,9 +20,14 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 std::string reply(const std::string& content) {
-  return json{{"id", "c"}, {"object", "chat.completion"}, {"model", "m"},
-              {"choices", json::array({{{"index", 0}, {"message", {{"role", "assistant"}, {"content", content}}}, {"finish_reason", "stop"}}})},
-              {"usage", {{"prompt_tokens", 1}, {"completion_tokens", 1}}}}
+  return json{
+      {"id", "c"},
+      {"object", "chat.completion"},
+      {"model", "m"},
+      {"choices",
+       json::array(
+           {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", content}}}, {"finish_reason", "stop"}}})},
+      {"usage", {{"prompt_tokens", 1}, {"completion_tokens", 1}}}}
       .dump();
 }
 
@@ -77,7 +82,8 @@ TEST(GenerateSession, AnalystAndPlannerReadTheSeedsAnalysisThenTheDebuggerFixesA
   hooks.analyze = [&](const fs::path& cu, const fs::path&, const std::vector<std::string>& extra) -> Result<Analysis> {
     analyzed.push_back(cu);
     extras.push_back(extra);
-    if (!extra.empty()) return Analysis{"MAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof; stalls: long scoreboard", {}};
+    if (!extra.empty())
+      return Analysis{"MAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof; stalls: long scoreboard", {}};
     return Analysis{"MAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof", {"roofline_headroom"}};
   };
   hooks.tool_offers = {{"roofline_headroom", "the roof"}, {"warp_stalls", "why warps wait"}};
@@ -104,15 +110,18 @@ TEST(GenerateSession, AnalystAndPlannerReadTheSeedsAnalysisThenTheDebuggerFixesA
   EXPECT_NE(analyst.find("- warp_stalls: why warps wait"), std::string::npos) << analyst;
   EXPECT_NE(analyst.find("Tools that produced this analysis: roofline_headroom."), std::string::npos) << analyst;
   const std::string planner = json::parse(requests[1].body)["messages"][1]["content"];
-  EXPECT_NE(planner.find("stalls: long scoreboard"), std::string::npos) << "the planner reads the analysis with the tool";
+  EXPECT_NE(planner.find("stalls: long scoreboard"), std::string::npos)
+      << "the planner reads the analysis with the tool";
   const std::string coder = json::parse(requests[2].body)["messages"][1]["content"];
   EXPECT_NE(coder.find("on NVIDIA H200"), std::string::npos);
-  EXPECT_NE(coder.find("## What profiling says about it\nMAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof; stalls"),
-            std::string::npos);
+  EXPECT_NE(
+      coder.find("## What profiling says about it\nMAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof; stalls"),
+      std::string::npos);
   EXPECT_NE(coder.find("## What to change this time\nfloat4 loads"), std::string::npos);
   const std::string debugger = json::parse(requests[3].body)["messages"][1]["content"];
   EXPECT_NE(debugger.find("failed: incorrect"), std::string::npos);
-  EXPECT_NE(debugger.find("output y: 512 of 67108864 elements off, 0 unwritten, 0 NaN/Inf; max abs error 0.25"), std::string::npos)
+  EXPECT_NE(debugger.find("output y: 512 of 67108864 elements off, 0 unwritten, 0 NaN/Inf; max abs error 0.25"),
+            std::string::npos)
       << debugger;
   auto saved = read_file((o.run_dir / "generate.json").string());
   ASSERT_TRUE(saved.ok());
@@ -131,8 +140,9 @@ TEST(GenerateSession, AnalystAndPlannerReadTheSeedsAnalysisThenTheDebuggerFixesA
   EXPECT_EQ(resumed->to_json(), report->to_json());
 
   // A changed candidate is evaluated again: its verdict is not the kept one's.
-  ASSERT_TRUE(write_file((o.run_dir / "attempt-2" / "verdict.json").string(),
-                         R"({"files_sha": "another", "outcome": "ok"})").ok());
+  ASSERT_TRUE(
+      write_file((o.run_dir / "attempt-2" / "verdict.json").string(), R"({"files_sha": "another", "outcome": "ok"})")
+          .ok());
   auto third = run_generate(*task, agents2, hooks, o);
   ASSERT_TRUE(third.ok());
   EXPECT_EQ(evaluations, 3);

@@ -30,7 +30,11 @@ json OptimizeReport::to_json() const {
           {"speedup_vs_reference", best_seconds > 0 ? reference_seconds / best_seconds : 0.0},
           {"best_point", best_point},
           {"best_source", best_source.string()},
-          {"time_s", {{"build", build_s}, {"worker", worker_s}, {"wall", wall_s}, {"search_and_store", wall_s - build_s - worker_s}}}};
+          {"time_s",
+           {{"build", build_s},
+            {"worker", worker_s},
+            {"wall", wall_s},
+            {"search_and_store", wall_s - build_s - worker_s}}}};
 }
 
 namespace {
@@ -89,10 +93,11 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
     if (hooks.progress) hooks.progress(s);
   };
   if (!task.seed_path)
-    return make_error(ErrorCode::kInvalidInput,
-                      fmt::format("{}: no seed.cu. Without a model, optimize tunes the KP_TUNE parameters of the task's "
-                                  "seed: add one, or configure a model (--provider) to write candidates",
-                                  task.name));
+    return make_error(
+        ErrorCode::kInvalidInput,
+        fmt::format("{}: no seed.cu. Without a model, optimize tunes the KP_TUNE parameters of the task's "
+                    "seed: add one, or configure a model (--provider) to write candidates",
+                    task.name));
   KP_TRY(std::string seed_source, read_file(task.seed_path->string()));
   KP_TRY(auto params, build::parse_tune_params(seed_source));
   TuneSpace space(params);
@@ -129,8 +134,9 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
     report.worker_s += r.worker_seconds;
     const auto m = measurement_of(r);
     if (node >= 0 && r.outcome != eval::Outcome::kNotRun) {
-      KP_TRY_STATUS(store.record_evaluation(node, {cand, eval::to_string(r.outcome), r.reason, m.seconds, m.joules,
-                                                   r.speedup_vs_reference, hooks.record ? hooks.record(r) : "{}"},
+      KP_TRY_STATUS(store.record_evaluation(node,
+                                            {cand, eval::to_string(r.outcome), r.reason, m.seconds, m.joules,
+                                             r.speedup_vs_reference, hooks.record ? hooks.record(r) : "{}"},
                                             m.ok, m.seconds, m.joules));
     }
     return r;
@@ -145,16 +151,17 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
       return report;
     }
     if (r.outcome != eval::Outcome::kOk)
-      return make_error(ErrorCode::kInvalidInput, fmt::format("the seed does not pass ({}: {}): fix it before tuning it",
-                                                              eval::to_string(r.outcome), r.reason));
+      return make_error(ErrorCode::kInvalidInput,
+                        fmt::format("the seed does not pass ({}: {}): fix it before tuning it",
+                                    eval::to_string(r.outcome), r.reason));
     KP_TRY_STATUS(store.set_meta("task", task.name));
     KP_TRY_STATUS(store.set_meta("reference_seconds", fmt::format("{:.17g}", r.reference_seconds)));
     KP_TRY(int64_t cand, store.add_candidate(seed_source, ""));
     const auto m = measurement_of(r);
     KP_TRY(int64_t root, store.add_node({0, -1, "root", TuneSpace::describe(space.defaults()), cand, false}));
     const std::string record = hooks.record ? hooks.record(r) : "{}";
-    KP_TRY_STATUS(store.record_evaluation(root, {cand, "ok", "", m.seconds, m.joules, r.speedup_vs_reference, record}, true,
-                                          m.seconds, m.joules));
+    KP_TRY_STATUS(store.record_evaluation(root, {cand, "ok", "", m.seconds, m.joules, r.speedup_vs_reference, record},
+                                          true, m.seconds, m.joules));
     KP_TRY(rows, store.nodes());
   }
 
@@ -171,8 +178,8 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
     if (!r.measured) continue;  // in flight when the run stopped: proposed again
     auto parent = tree_id.find(r.parent);
     if (parent == tree_id.end()) continue;
-    const int id = tree.add(parent->second, {r.kind == "repair" ? search::EdgeKind::kRepair : search::EdgeKind::kTune,
-                                             r.direction});
+    const int id = tree.add(parent->second,
+                            {r.kind == "repair" ? search::EdgeKind::kRepair : search::EdgeKind::kTune, r.direction});
     tree.measure(id, {r.ok, r.seconds, r.joules});
     tree.node(id).closed = r.closed;
     tree.node(id).exhausted = r.exhausted;
@@ -191,8 +198,8 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
     const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
     double best = t.node(t.best()).measured->seconds;
     if (just && just->ok && just->seconds > 0 && just->seconds < best) best = just->seconds;
-    return fmt::format("best {:.2f}x the seed | {}/{} evaluated, {:.0f} s, GPU {:.0f} s", t.node(0).measured->seconds / best,
-                       evaluated, o.max_evaluations, wall, report.worker_s);
+    return fmt::format("best {:.2f}x the seed | {}/{} evaluated, {:.0f} s, GPU {:.0f} s",
+                       t.node(0).measured->seconds / best, evaluated, o.max_evaluations, wall, report.worker_s);
   };
   KP_TRY(auto strategy, search::make_strategy(o.strategy, o.search));
   std::optional<Error> failure;
@@ -202,7 +209,8 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
     for (const TunePoint& n : space.neighbours(point[static_cast<size_t>(e.parent)])) {
       const std::string text = TuneSpace::describe(n);
       if (!tried.insert(text).second) continue;
-      auto node = store.add_node({0, db_id[static_cast<size_t>(e.parent)], e.repair ? "repair" : "tune", text, 0, false});
+      auto node =
+          store.add_node({0, db_id[static_cast<size_t>(e.parent)], e.repair ? "repair" : "tune", text, 0, false});
       if (!node) {
         failure = node.error();
         return std::nullopt;
@@ -221,7 +229,12 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
       for (const auto& [name, value] : n)
         if (point[static_cast<size_t>(e.parent)].at(name) != value)
           moved = fmt::format("{} {} -> {}", name, point[static_cast<size_t>(e.parent)].at(name), value);
-      store::Lesson lesson{task.name, task.category, "", moved, "tune", eval::to_string(r->outcome),
+      store::Lesson lesson{task.name,
+                           task.category,
+                           "",
+                           moved,
+                           "tune",
+                           eval::to_string(r->outcome),
                            m.ok && before.ok && m.seconds > 0 ? before.seconds / m.seconds : 0,
                            m.ok && m.joules > 0 && before.joules > 0 ? before.joules / m.joules : 0,
                            m.ok ? fmt::format("{:.4g} ms -> {:.4g} ms", before.seconds * 1e3, m.seconds * 1e3)
@@ -230,10 +243,11 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
         failure = l.error();
         return std::nullopt;
       }
-      say(fmt::format("{}: {}{} | {}", text, eval::to_string(r->outcome),
-                      m.ok ? fmt::format(" {:.4g} ms, {:.2f}x the seed", m.seconds * 1e3, t.node(0).measured->seconds / m.seconds)
-                           : " (" + r->reason.substr(0, 120) + ")",
-                      status(t, &m)));
+      say(fmt::format(
+          "{}: {}{} | {}", text, eval::to_string(r->outcome),
+          m.ok ? fmt::format(" {:.4g} ms, {:.2f}x the seed", m.seconds * 1e3, t.node(0).measured->seconds / m.seconds)
+               : " (" + r->reason.substr(0, 120) + ")",
+          status(t, &m)));
       return std::make_pair(search::Direction{search::EdgeKind::kTune, text}, m);
     }
     return std::nullopt;
@@ -268,7 +282,8 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
   report.reference_seconds = reference.seconds;
   report.best_point = TuneSpace::describe(point[static_cast<size_t>(best)]);
   report.best_source = o.run_dir / "best.cu";
-  const std::string best_text = best == 0 ? seed_source : TuneSpace::apply(seed_source, point[static_cast<size_t>(best)]);
+  const std::string best_text =
+      best == 0 ? seed_source : TuneSpace::apply(seed_source, point[static_cast<size_t>(best)]);
   KP_TRY_STATUS(write_file(report.best_source.string(), best_text));
   report.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   json j = report.to_json();

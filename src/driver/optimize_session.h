@@ -36,7 +36,7 @@ struct OptimizeOptions {
 struct OptimizeHooks {
   std::function<Result<eval::EvalResult>(const std::filesystem::path& cu)> evaluate;  // required
   std::function<void(const std::string&)> progress;                                   // may be empty
-  std::function<bool()> interrupted;  // Ctrl-C: stop after the evaluation in flight
+  std::function<bool()> interrupted;                           // Ctrl-C: stop after the evaluation in flight
   std::function<std::string(const eval::EvalResult&)> record;  // the verdict as JSON, for the store
 };
 
@@ -48,7 +48,7 @@ struct OptimizeReport {
   std::string best_point;  // "BLOCK=512"
   std::filesystem::path best_source;
   double build_s = 0, worker_s = 0, wall_s = 0;  // this run's time: nvcc, the GPU worker, everything
-  int lessons_shared = 0;  // lessons added to the memory by this run
+  int lessons_shared = 0;                        // lessons added to the memory by this run
   nlohmann::json to_json() const;
 };
 

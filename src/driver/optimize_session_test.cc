@@ -128,7 +128,8 @@ TEST_F(OptimizeSession, AStoppedRunResumesWithoutEvaluatingAnythingTwice) {
   ASSERT_EQ(lessons.size(), 8u);
   bool found = false;
   for (const auto& l : lessons)
-    found = found || (l.direction == "BLOCK_Y 8 -> 16" && l.evidence == "1.6 ms -> 1 ms" && std::abs(l.time_ratio - 1.6) < 1e-9);
+    found = found ||
+            (l.direction == "BLOCK_Y 8 -> 16" && l.evidence == "1.6 ms -> 1 ms" && std::abs(l.time_ratio - 1.6) < 1e-9);
   EXPECT_TRUE(found) << "the seed's step to the best point";
 }
 

@@ -42,14 +42,14 @@ double best_seconds(const Searched& r) { return r.tree.node(r.tree.best()).measu
 // The first move that looks best (/0, 0.80 s) leads onto a plateau where nothing is faster; the
 // one that looks worse (/1, 0.95 s) leads down a chain to 0.30 s.
 std::optional<double> deceptive(const std::string& p, int depth) {
-  static const std::map<std::string, double> table = {
-      {"/0", 0.80}, {"/1", 0.95}, {"/2", 1.05}, {"/3", 1.10}, {"/1/0", 0.70}, {"/1/0/0", 0.50}, {"/1/0/0/0", 0.30}};
+  static const std::map<std::string, double> table = {{"/0", 0.80},   {"/1", 0.95},     {"/2", 1.05},      {"/3", 1.10},
+                                                      {"/1/0", 0.70}, {"/1/0/0", 0.50}, {"/1/0/0/0", 0.30}};
   if (auto it = table.find(p); it != table.end()) return it->second;
   if (depth > 4) return std::nullopt;
   const int last = p.back() - '0';
-  if (last >= 6) return std::nullopt;                                  // six children a node
+  if (last >= 6) return std::nullopt;                                                  // six children a node
   if (p.rfind("/0/", 0) == 0) return 0.82 + 0.01 * (std::hash<std::string>{}(p) % 8);  // the plateau
-  if (p.rfind("/1/", 0) == 0) return 1.0;                              // off B's chain: slower
+  if (p.rfind("/1/", 0) == 0) return 1.0;                                              // off B's chain: slower
   return std::nullopt;
 }
 
@@ -86,7 +86,8 @@ TEST(Search, ProgressiveWideningIsWideAtTheRootAndNarrowDeeper) {
   size_t deeper_max = 0;
   for (size_t i = 0; i < r.tree.size(); ++i) {
     const Node& n = r.tree.node(static_cast<int>(i));
-    EXPECT_LE(static_cast<int>(n.children.size()), widening_limit(n, o)) << "node " << i << " with " << n.visits << " visits";
+    EXPECT_LE(static_cast<int>(n.children.size()), widening_limit(n, o))
+        << "node " << i << " with " << n.visits << " visits";
     if (n.parent >= 0) deeper_max = std::max(deeper_max, n.children.size());
   }
   EXPECT_GT(r.tree.node(0).children.size(), deeper_max) << "the root is the widest";
@@ -97,8 +98,8 @@ TEST(Search, FailingNodesGetRepairChildrenAndDeadEndsAreClosed) {
   // /0 fails; its first repair fails too, the second passes at 0.5 s. /1 passes, and its
   // children all fail: it is closed after three.
   Landscape land = [](const std::string& p, int) -> std::optional<double> {
-    static const std::map<std::string, double> t = {{"/0", -1}, {"/0/0", -1}, {"/0/1", 0.5}, {"/1", 0.9},
-                                                    {"/1/0", -1}, {"/1/1", -1}, {"/1/2", -1}, {"/1/3", 0.1}};
+    static const std::map<std::string, double> t = {{"/0", -1},   {"/0/0", -1}, {"/0/1", 0.5}, {"/1", 0.9},
+                                                    {"/1/0", -1}, {"/1/1", -1}, {"/1/2", -1},  {"/1/3", 0.1}};
     if (auto it = t.find(p); it != t.end()) return it->second;
     return std::nullopt;
   };

@@ -47,7 +47,8 @@ class Mcts final : public Strategy {
         for (int c : n.children) {
           const Node& ch = tree.node(c);
           if (!open(ch)) continue;
-          const double u = ch.mean() + o_.exploration * std::sqrt(std::log(std::max(1, n.visits)) / std::max(1, ch.visits));
+          const double u =
+              ch.mean() + o_.exploration * std::sqrt(std::log(std::max(1, n.visits)) / std::max(1, ch.visits));
           if (u > best) {
             best = u;
             pick = c;
@@ -89,7 +90,8 @@ class Greedy final : public Strategy {
   static std::vector<int> ranked(const Tree& tree) {
     std::vector<int> ids;
     for (size_t i = 0; i < tree.size(); ++i)
-      if (tree.node(static_cast<int>(i)).measured && tree.node(static_cast<int>(i)).measured->ok) ids.push_back(static_cast<int>(i));
+      if (tree.node(static_cast<int>(i)).measured && tree.node(static_cast<int>(i)).measured->ok)
+        ids.push_back(static_cast<int>(i));
     std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) { return tree.node(a).reward > tree.node(b).reward; });
     return ids;
   }

@@ -53,8 +53,8 @@ int widening_limit(const Node& node, const SearchOptions& options);
 // children evaluated.
 using ExpandFn = std::function<std::optional<std::pair<Direction, Measurement>>(const Tree&, const Expansion&)>;
 struct LoopHooks {
-  std::function<bool()> stop;                          // checked before each expansion
-  std::function<void(const Tree&, int child)> after;   // after each recorded child
+  std::function<bool()> stop;                         // checked before each expansion
+  std::function<void(const Tree&, int child)> after;  // after each recorded child
 };
 int run_search(Strategy& strategy, Tree& tree, const ExpandFn& expand, int budget, const SearchOptions& options = {},
                const LoopHooks& hooks = {});

@@ -56,8 +56,7 @@ double reward(const Measurement& m, const Measurement& ref, const RewardOptions&
   return o.failure_penalty;
 }
 
-Tree::Tree(Measurement root, Measurement reference, RewardOptions options)
-    : reference_(reference), options_(options) {
+Tree::Tree(Measurement root, Measurement reference, RewardOptions options) : reference_(reference), options_(options) {
   Node n;
   n.via = {EdgeKind::kRoot, "seed"};
   n.measured = root;

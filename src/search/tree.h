@@ -54,10 +54,10 @@ struct Node {
   Direction via;
   std::optional<Measurement> measured;  // empty while the candidate is in flight
   double reward = 0;
-  int visits = 0;      // measurements backed up through this node, its own included
-  double value = 0;    // the sum of those rewards
+  int visits = 0;    // measurements backed up through this node, its own included
+  double value = 0;  // the sum of those rewards
   std::vector<int> children;
-  int repairs = 0;     // children of kind kRepair
+  int repairs = 0;         // children of kind kRepair
   bool exhausted = false;  // the proposer has no further direction for it
   bool closed = false;     // a dead end: never selected again
   int failing_run = 0;     // children in a row (latest last) that failed

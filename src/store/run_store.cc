@@ -74,10 +74,12 @@ Result<int> take_lock(const fs::path& file) {
     char buf[32] = {0};
     const ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
     ::close(fd);
-    return make_error(ErrorCode::kUnavailable,
-                      fmt::format("the run store {} is in use by another kernelpro process{}: wait for it to finish "
-                                  "or stop it, then run again",
-                                  file.string(), n > 0 ? " (pid " + std::string(trim(std::string(buf, static_cast<size_t>(n)))) + ")" : ""));
+    return make_error(
+        ErrorCode::kUnavailable,
+        fmt::format("the run store {} is in use by another kernelpro process{}: wait for it to finish "
+                    "or stop it, then run again",
+                    file.string(),
+                    n > 0 ? " (pid " + std::string(trim(std::string(buf, static_cast<size_t>(n)))) + ")" : ""));
   }
   const std::string pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
@@ -115,7 +117,8 @@ Result<RunStore> RunStore::open(const fs::path& file, Access access) {
     if (Status s = db->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"); !s)
       return fail(s.error());
     for (int v = *version; v < kSchemaVersion; ++v) {
-      Status s = db->exec(std::string("BEGIN IMMEDIATE;") + kMigrations[v] + fmt::format("PRAGMA user_version = {}; COMMIT;", v + 1));
+      Status s = db->exec(std::string("BEGIN IMMEDIATE;") + kMigrations[v] +
+                          fmt::format("PRAGMA user_version = {}; COMMIT;", v + 1));
       if (!s) {
         (void)db->exec("ROLLBACK");
         Error e = s.error();
@@ -173,14 +176,18 @@ std::optional<std::string> RunStore::meta(const std::string& key) {
 }
 
 Status RunStore::set_meta(const std::string& key, const std::string& value) {
-  KP_TRY(Stmt s, db_.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"));
+  KP_TRY(
+      Stmt s,
+      db_.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"));
   s.bind(1, key).bind(2, value);
   return s.run();
 }
 
 Result<int64_t> RunStore::add_candidate(const std::string& cuda, const std::string& python) {
   const std::string sha = sha256_hex(cuda + std::string(1, '\0') + python);
-  KP_TRY(Stmt ins, db_.prepare("INSERT INTO candidates (files_sha, cuda, python) VALUES (?, ?, ?) ON CONFLICT(files_sha) DO NOTHING"));
+  KP_TRY(Stmt ins,
+         db_.prepare(
+             "INSERT INTO candidates (files_sha, cuda, python) VALUES (?, ?, ?) ON CONFLICT(files_sha) DO NOTHING"));
   ins.bind(1, sha).bind(2, cuda).bind(3, python);
   KP_TRY_STATUS(ins.run());
   KP_TRY(Stmt q, db_.prepare("SELECT id FROM candidates WHERE files_sha = ?"));
@@ -191,13 +198,18 @@ Result<int64_t> RunStore::add_candidate(const std::string& cuda, const std::stri
 }
 
 Result<int64_t> RunStore::add_node(const NodeRow& n) {
-  KP_TRY(Stmt s, db_.prepare("INSERT INTO nodes (parent, kind, direction, candidate, measured, ok, seconds, joules, closed, "
-                             "exhausted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
-  if (n.parent < 0) s.bind_null(1);
-  else s.bind(1, n.parent);
+  KP_TRY(Stmt s,
+         db_.prepare("INSERT INTO nodes (parent, kind, direction, candidate, measured, ok, seconds, joules, closed, "
+                     "exhausted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  if (n.parent < 0)
+    s.bind_null(1);
+  else
+    s.bind(1, n.parent);
   s.bind(2, n.kind).bind(3, n.direction);
-  if (n.candidate > 0) s.bind(4, n.candidate);
-  else s.bind_null(4);
+  if (n.candidate > 0)
+    s.bind(4, n.candidate);
+  else
+    s.bind_null(4);
   s.bind(5, int64_t{n.measured}).bind(6, int64_t{n.ok}).bind(7, n.seconds).bind(8, n.joules);
   s.bind(9, int64_t{n.closed}).bind(10, int64_t{n.exhausted});
   KP_TRY_STATUS(s.run());
@@ -207,17 +219,27 @@ Result<int64_t> RunStore::add_node(const NodeRow& n) {
 Status RunStore::record_evaluation(int64_t node, const EvaluationRow& e, bool ok, double seconds, double joules) {
   KP_TRY_STATUS(db_.exec("BEGIN IMMEDIATE"));
   auto body = [&]() -> Status {
-    KP_TRY(Stmt ev, db_.prepare("INSERT INTO evaluations (candidate, outcome, reason, seconds, joules, speedup, report_json) "
-                                "VALUES (?, ?, ?, ?, ?, ?, ?)"));
-    if (e.candidate > 0) ev.bind(1, e.candidate);
-    else ev.bind_null(1);
-    ev.bind(2, e.outcome).bind(3, e.reason).bind(4, e.seconds).bind(5, e.joules).bind(6, e.speedup).bind(7, e.report_json);
+    KP_TRY(Stmt ev,
+           db_.prepare("INSERT INTO evaluations (candidate, outcome, reason, seconds, joules, speedup, report_json) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?)"));
+    if (e.candidate > 0)
+      ev.bind(1, e.candidate);
+    else
+      ev.bind_null(1);
+    ev.bind(2, e.outcome)
+        .bind(3, e.reason)
+        .bind(4, e.seconds)
+        .bind(5, e.joules)
+        .bind(6, e.speedup)
+        .bind(7, e.report_json);
     KP_TRY_STATUS(ev.run());
     KP_TRY(Stmt nd, db_.prepare("UPDATE nodes SET measured = 1, ok = ?, seconds = ?, joules = ?, "
                                 "candidate = COALESCE(candidate, ?) WHERE id = ?"));
     nd.bind(1, int64_t{ok}).bind(2, seconds).bind(3, joules);
-    if (e.candidate > 0) nd.bind(4, e.candidate);
-    else nd.bind_null(4);
+    if (e.candidate > 0)
+      nd.bind(4, e.candidate);
+    else
+      nd.bind_null(4);
     nd.bind(5, node);
     return nd.run();
   };
@@ -235,8 +257,9 @@ Status RunStore::set_node_flags(int64_t node, bool closed, bool exhausted) {
 }
 
 Result<std::vector<NodeRow>> RunStore::nodes() {
-  KP_TRY(Stmt s, db_.prepare("SELECT id, parent, kind, direction, candidate, measured, ok, seconds, joules, closed, exhausted "
-                             "FROM nodes ORDER BY id"));
+  KP_TRY(Stmt s,
+         db_.prepare("SELECT id, parent, kind, direction, candidate, measured, ok, seconds, joules, closed, exhausted "
+                     "FROM nodes ORDER BY id"));
   std::vector<NodeRow> out;
   for (;;) {
     KP_TRY(bool row, s.step());
@@ -259,13 +282,15 @@ Result<std::vector<NodeRow>> RunStore::nodes() {
 }
 
 Result<std::vector<EvaluationRow>> RunStore::evaluations() {
-  KP_TRY(Stmt s, db_.prepare("SELECT candidate, outcome, reason, seconds, joules, speedup, report_json FROM evaluations ORDER BY id"));
+  KP_TRY(Stmt s,
+         db_.prepare(
+             "SELECT candidate, outcome, reason, seconds, joules, speedup, report_json FROM evaluations ORDER BY id"));
   std::vector<EvaluationRow> out;
   for (;;) {
     KP_TRY(bool row, s.step());
     if (!row) break;
-    out.push_back({s.null_at(0) ? 0 : s.int_at(0), s.text_at(1), s.text_at(2), s.double_at(3), s.double_at(4), s.double_at(5),
-                   s.text_at(6)});
+    out.push_back({s.null_at(0) ? 0 : s.int_at(0), s.text_at(1), s.text_at(2), s.double_at(3), s.double_at(4),
+                   s.double_at(5), s.text_at(6)});
   }
   return out;
 }
@@ -277,17 +302,23 @@ Result<int64_t> RunStore::add_profile(int64_t candidate, const std::string& page
   return db_.last_insert_id();
 }
 
-Status RunStore::add_finding(int64_t profile, const std::string& tool, const std::string& severity, const std::string& text) {
+Status RunStore::add_finding(int64_t profile, const std::string& tool, const std::string& severity,
+                             const std::string& text) {
   KP_TRY(Stmt s, db_.prepare("INSERT INTO findings (profile, tool, severity, text) VALUES (?, ?, ?, ?)"));
   s.bind(1, profile).bind(2, tool).bind(3, severity).bind(4, text);
   return s.run();
 }
 
 Result<int64_t> RunStore::add_llm_call(const LlmCallRow& c) {
-  KP_TRY(Stmt s, db_.prepare("INSERT INTO llm_calls (role, provider, model, request_json, reply_json, error, input_tokens, "
-                             "output_tokens, cost_usd, latency_s, cached) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  KP_TRY(Stmt s,
+         db_.prepare("INSERT INTO llm_calls (role, provider, model, request_json, reply_json, error, input_tokens, "
+                     "output_tokens, cost_usd, latency_s, cached) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   s.bind(1, c.role).bind(2, c.provider).bind(3, c.model).bind(4, c.request_json).bind(5, c.reply_json).bind(6, c.error);
-  s.bind(7, c.input_tokens).bind(8, c.output_tokens).bind(9, c.cost_usd).bind(10, c.latency_s).bind(11, int64_t{c.cached});
+  s.bind(7, c.input_tokens)
+      .bind(8, c.output_tokens)
+      .bind(9, c.cost_usd)
+      .bind(10, c.latency_s)
+      .bind(11, int64_t{c.cached});
   KP_TRY_STATUS(s.run());
   return db_.last_insert_id();
 }
@@ -324,13 +355,15 @@ Result<std::vector<Lesson>> RunStore::lessons_in_order() {
   return read_lessons(s);
 }
 
-Result<std::vector<Lesson>> RunStore::lessons(const std::string& bottleneck_class, const std::string& task_category, int limit) {
-  KP_TRY(Stmt s, db_.prepare(fmt::format(
-                     "SELECT {} FROM lessons WHERE bottleneck_class = ?1 OR task_category = ?2 "
-                     "ORDER BY (bottleneck_class = ?1) + (task_category = ?2) DESC, (bottleneck_class = ?1) DESC, "
-                     "CASE WHEN time_ratio >= 1 THEN time_ratio WHEN time_ratio > 0 THEN 1.0 / time_ratio ELSE 1 END DESC, "
-                     "id DESC LIMIT ?3",
-                     kLessonColumns)));
+Result<std::vector<Lesson>> RunStore::lessons(const std::string& bottleneck_class, const std::string& task_category,
+                                              int limit) {
+  KP_TRY(Stmt s,
+         db_.prepare(fmt::format(
+             "SELECT {} FROM lessons WHERE bottleneck_class = ?1 OR task_category = ?2 "
+             "ORDER BY (bottleneck_class = ?1) + (task_category = ?2) DESC, (bottleneck_class = ?1) DESC, "
+             "CASE WHEN time_ratio >= 1 THEN time_ratio WHEN time_ratio > 0 THEN 1.0 / time_ratio ELSE 1 END DESC, "
+             "id DESC LIMIT ?3",
+             kLessonColumns)));
   s.bind(1, bottleneck_class).bind(2, task_category).bind(3, int64_t{limit});
   return read_lessons(s);
 }

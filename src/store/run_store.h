@@ -28,8 +28,8 @@ struct NodeRow {
   int64_t parent = -1;  // -1: the root
   std::string kind;     // search::EdgeKind by name
   std::string direction;
-  int64_t candidate = 0;        // 0: none (the root may be the reference)
-  bool measured = false;        // false: in flight when the run stopped
+  int64_t candidate = 0;  // 0: none (the root may be the reference)
+  bool measured = false;  // false: in flight when the run stopped
   bool ok = false;
   double seconds = 0, joules = 0;
   bool closed = false, exhausted = false;

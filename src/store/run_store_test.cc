@@ -101,7 +101,8 @@ TEST(RunStore, AWriterKilledMidRunLosesNoFinishedEvaluation) {
     for (int i = 0;; ++i) {
       const int64_t c = s->add_candidate("// candidate " + std::to_string(i), "").value();
       const int64_t n = s->add_node({0, root, "tune", "BLOCK=" + std::to_string(i), c}).value();
-      if (!s->record_evaluation(n, {c, "ok", "", 1.0 / (i + 2), 0, 0, std::string(4096, 'r')}, true, 1.0 / (i + 2), 0).ok())
+      if (!s->record_evaluation(n, {c, "ok", "", 1.0 / (i + 2), 0, 0, std::string(4096, 'r')}, true, 1.0 / (i + 2), 0)
+               .ok())
         _exit(3);
     }
   }

@@ -144,8 +144,12 @@ TEST_F(GenerateE2e, ManualProviderStopsAndResumesThroughTheDebugger) {
 
 TEST_F(GenerateE2e, KernelBenchProblemInTheFastForm) {
   const std::vector<std::string> a = {(testing::test_data_dir() / "kernelbench" / "problems" / "relu.py").string(),
-                                      "--provider", "manual", "--run-dir", run_dir_.string(),
-                                      "--direction", "float4 loads and stores"};  // no analyst or planner on a GPU
+                                      "--provider",
+                                      "manual",
+                                      "--run-dir",
+                                      run_dir_.string(),
+                                      "--direction",
+                                      "float4 loads and stores"};  // no analyst or planner on a GPU
   GenRun first = kernelpro(a);
   ASSERT_EQ(first.exit_code, 5) << first.err;
   fs::path prompt = pending_prompt();
@@ -169,11 +173,13 @@ TEST_F(GenerateE2e, KernelBenchProblemInTheFastForm) {
 TEST_F(GenerateE2e, CommandProviderAndConfigErrors) {
   const fs::path answer = testing::test_data_dir() / "llm" / "gelu_manual" / "debugger_answer.md";
   const fs::path config = dir_->path() / "kernelpro.toml";
-  ASSERT_TRUE(write_file(config.string(), "[llm]\nprovider = \"command\"\ncommand = [\"/bin/sh\", \"-c\", \"cat > /dev/null; cat '" +
-                                              answer.string() + "'\"]\n")
+  ASSERT_TRUE(write_file(config.string(),
+                         "[llm]\nprovider = \"command\"\ncommand = [\"/bin/sh\", \"-c\", \"cat > /dev/null; cat '" +
+                             answer.string() + "'\"]\n")
                   .ok());
-  GenRun r = kernelpro({(testing::examples_dir() / "gelu").string(), "--config", config.string(), "--run-dir", run_dir_.string(),
-                 "--direction", "float4 loads"});  // no planner: the command answers every prompt with this code
+  GenRun r = kernelpro({(testing::examples_dir() / "gelu").string(), "--config", config.string(), "--run-dir",
+                        run_dir_.string(), "--direction",
+                        "float4 loads"});  // no planner: the command answers every prompt with this code
   if (testing::gpu_missing()) {
     EXPECT_EQ(r.exit_code, 3) << r.err;
   }
@@ -182,8 +188,8 @@ TEST_F(GenerateE2e, CommandProviderAndConfigErrors) {
   EXPECT_NE(j["attempts"][0]["outcome"], "compile_error") << j.dump(2);
 
   GenRun no_key = kernelpro({(testing::examples_dir() / "gelu").string(), "--provider", "openai", "--model", "gpt-x",
-                          "--run-dir", (dir_->path() / "r2").string()},
-                         {{"OPENAI_API_KEY", ""}});
+                             "--run-dir", (dir_->path() / "r2").string()},
+                            {{"OPENAI_API_KEY", ""}});
   EXPECT_EQ(no_key.exit_code, 2);
   EXPECT_NE(no_key.err.find("$OPENAI_API_KEY is not set"), std::string::npos) << no_key.err;
   ASSERT_TRUE(write_file(config.string(), "[llm]\nprovider = \"openai\"\napi_key = \"sk-oops\"\n").ok());
