@@ -13,24 +13,11 @@ namespace {
 
 using nlohmann::json;
 using testing::FakeLlmServer;
+using testing::openai_completion;
 
 const char* kNativeCandidate =
     "Here it is.\n```cuda\n#include <kernelpro/kp_abi.h>\n__global__ void k(float* y) {}\n"
     "KP_EXPORT int kp_run(kp_args* args) { return 0; }\n```\nVectorized loads.\n";
-
-std::string openai_reply(const std::string& content, const json& tool_calls = nullptr) {
-  json msg = {{"role", "assistant"}, {"content", content}};
-  if (!tool_calls.is_null()) msg["tool_calls"] = tool_calls;
-  return json{
-      {"id", "c"},
-      {"object", "chat.completion"},
-      {"model", "m"},
-      {"choices",
-       json::array(
-           {{{"index", 0}, {"message", msg}, {"finish_reason", tool_calls.is_null() ? "stop" : "tool_calls"}}})},
-      {"usage", {{"prompt_tokens", 10}, {"completion_tokens", 5}}}}
-      .dump();
-}
 
 struct Rig {
   FakeLlmServer server;
@@ -148,8 +135,8 @@ TEST(AgentReplies, JsonObjectsAndLogCutting) {
 
 TEST(AgentRoles, CoderRepairsAReplyWithoutCode) {
   Rig rig;
-  rig.server.push({.body = openai_reply("I would use float4 loads and a grid-stride loop.")});
-  rig.server.push({.body = openai_reply(kNativeCandidate)});
+  rig.server.push({.body = openai_completion("I would use float4 loads and a grid-stride loop.")});
+  rig.server.push({.body = openai_completion(kNativeCandidate)});
   Agents agents(*rig.client, rig.prompts, "m", {.tools = false});
   auto r = agents.write(gelu(), "vectorize the loads", "memory-bound, DRAM 71%", nullptr);
   ASSERT_TRUE(r.ok()) << r.error().message;
@@ -167,9 +154,9 @@ TEST(AgentRoles, CoderRepairsAReplyWithoutCode) {
 
 TEST(AgentRoles, KernelBenchCoderSeesTheDirectionAndTheReferencesProfile) {
   Rig rig;
-  rig.server.push(
-      {.body = openai_reply("```python\nimport kernelpro_torch\nlib = kernelpro_torch.load()\nclass ModelNew: pass\n"
-                            "```\n```cuda\nextern \"C\" void f(cudaStream_t s) {}\n```\n")});
+  rig.server.push({.body = openai_completion(
+                       "```python\nimport kernelpro_torch\nlib = kernelpro_torch.load()\nclass ModelNew: pass\n"
+                       "```\n```cuda\nextern \"C\" void f(cudaStream_t s) {}\n```\n")});
   Agents agents(*rig.client, rig.prompts, "m", {.tools = false});
   TaskBrief kb = gelu();
   kb.kind = TaskKind::kKernelBench;
@@ -183,13 +170,13 @@ TEST(AgentRoles, KernelBenchCoderSeesTheDirectionAndTheReferencesProfile) {
 
 TEST(AgentRoles, CoderCallsToolsThenAnswers) {
   Rig rig;
-  rig.server.push(
-      {.body = openai_reply("", json::array({{{"id", "call_1"},
-                                              {"type", "function"},
-                                              {"function",
-                                               {{"name", "compile_check"},
-                                                {"arguments", R"({"source":"__global__ void draft() {}"})"}}}}}))});
-  rig.server.push({.body = openai_reply(kNativeCandidate)});
+  rig.server.push({.body = openai_completion(
+                       "", json::array({{{"id", "call_1"},
+                                         {"type", "function"},
+                                         {"function",
+                                          {{"name", "compile_check"},
+                                           {"arguments", R"({"source":"__global__ void draft() {}"})"}}}}}))});
+  rig.server.push({.body = openai_completion(kNativeCandidate)});
   std::string compiled;
   CoderTools tools;
   tools.compile_check = [&](const std::string& source) {
@@ -213,9 +200,9 @@ TEST(AgentRoles, CoderCallsToolsThenAnswers) {
 
 TEST(AgentRoles, CoderWithToolsOfferedStillRepairsWithinItsLimit) {
   Rig rig;
-  rig.server.push({.body = openai_reply("Let me think about coalescing.")});
-  rig.server.push({.body = openai_reply("Still thinking.")});
-  rig.server.push({.body = openai_reply(kNativeCandidate)});
+  rig.server.push({.body = openai_completion("Let me think about coalescing.")});
+  rig.server.push({.body = openai_completion("Still thinking.")});
+  rig.server.push({.body = openai_completion(kNativeCandidate)});
   CoderTools tools;
   tools.compile_check = [](const std::string&) { return std::string("compiled"); };
   Agents agents(*rig.client, rig.prompts, "m", {.max_repairs = 2});
@@ -228,11 +215,11 @@ TEST(AgentRoles, CoderWithToolsOfferedStillRepairsWithinItsLimit) {
 
 TEST(AgentRoles, ToolRoundsRunOutAndTheModelIsToldToAnswer) {
   Rig rig;
-  rig.server.push({.body = openai_reply(
+  rig.server.push({.body = openai_completion(
                        "", json::array({{{"id", "c1"},
                                          {"type", "function"},
                                          {"function", {{"name", "compile_check"}, {"arguments", "not json"}}}}}))});
-  rig.server.push({.body = openai_reply(kNativeCandidate)});
+  rig.server.push({.body = openai_completion(kNativeCandidate)});
   CoderTools tools;
   int calls = 0;
   tools.compile_check = [&](const std::string&) {
@@ -252,11 +239,11 @@ TEST(AgentRoles, ToolRoundsRunOutAndTheModelIsToldToAnswer) {
 
 TEST(AgentRoles, PlannerAnalystAndDebugger) {
   Rig rig;
-  rig.server.push({.body = openai_reply("```json\n{\"direction\": \"online softmax: one pass\", \"actions\": "
-                                        "[\"reuse_data\"], \"why\": \"DRAM 1.9x ideal\"}\n```")});
-  rig.server.push({.body = openai_reply("{\"tools\": [\"bank_conflict\"]}")});
-  rig.server.push({.body = openai_reply("{\"tools\": [\"bank_conflicts\"]}")});
-  rig.server.push({.body = openai_reply(kNativeCandidate)});
+  rig.server.push({.body = openai_completion("```json\n{\"direction\": \"online softmax: one pass\", \"actions\": "
+                                             "[\"reuse_data\"], \"why\": \"DRAM 1.9x ideal\"}\n```")});
+  rig.server.push({.body = openai_completion("{\"tools\": [\"bank_conflict\"]}")});
+  rig.server.push({.body = openai_completion("{\"tools\": [\"bank_conflicts\"]}")});
+  rig.server.push({.body = openai_completion(kNativeCandidate)});
   Agents agents(*rig.client, rig.prompts, "m", {.tools = false});
   auto plan = agents.plan(gelu(), "memory-bound", "", "vectorize: 1.2x");
   ASSERT_TRUE(plan.ok()) << plan.error().message;
@@ -290,7 +277,7 @@ TEST(AgentRoles, PlannerAnalystAndDebugger) {
 
 TEST(AgentRoles, GivesUpAfterTheRepairsWithTheLastReason) {
   Rig rig;
-  for (int i = 0; i < 3; ++i) rig.server.push({.body = openai_reply("no code, sorry")});
+  for (int i = 0; i < 3; ++i) rig.server.push({.body = openai_completion("no code, sorry")});
   Agents agents(*rig.client, rig.prompts, "m", {.max_repairs = 2, .tools = false});
   auto r = agents.write(gelu(), "", "", nullptr);
   ASSERT_FALSE(r.ok());

@@ -18,27 +18,17 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string reply(const std::string& content) {
-  return json{
-      {"id", "c"},
-      {"object", "chat.completion"},
-      {"model", "m"},
-      {"choices",
-       json::array(
-           {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", content}}}, {"finish_reason", "stop"}}})},
-      {"usage", {{"prompt_tokens", 1}, {"completion_tokens", 1}}}}
-      .dump();
-}
+using testing::openai_completion;
 
 const char* kCandidate = "```cuda\nKP_EXPORT int kp_run(kp_args* args) { return 0; }\n```";
 
 TEST(GenerateSession, AnalystAndPlannerReadTheSeedsAnalysisThenTheDebuggerFixesAWrongAnswer) {
   testing::FakeLlmServer server;
-  server.push({.body = reply(R"({"tools": ["warp_stalls"]})")});
-  server.push({.body = reply(R"({"direction": "float4 loads and a grid-stride loop", "why": "DRAM at 71%"})")});
-  server.push({.body = reply(kCandidate)});
-  server.push({.body = reply(kCandidate)});
+  server.push({.body = openai_completion(R"({"tools": ["warp_stalls"]})")});
+  server.push(
+      {.body = openai_completion(R"({"direction": "float4 loads and a grid-stride loop", "why": "DRAM at 71%"})")});
+  server.push({.body = openai_completion(kCandidate)});
+  server.push({.body = openai_completion(kCandidate)});
   auto transport = llm::make_curl_transport();
   llm::HttpProviderOptions po;
   po.base_url = server.base_url();
@@ -150,7 +140,7 @@ TEST(GenerateSession, AnalystAndPlannerReadTheSeedsAnalysisThenTheDebuggerFixesA
 
 TEST(GenerateSession, AnAnalystsToolsWaitForAGpu) {
   testing::FakeLlmServer server;
-  server.push({.body = reply(R"({"tools": ["warp_stalls"]})")});
+  server.push({.body = openai_completion(R"({"tools": ["warp_stalls"]})")});
   auto transport = llm::make_curl_transport();
   llm::HttpProviderOptions po;
   po.base_url = server.base_url();

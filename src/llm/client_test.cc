@@ -18,19 +18,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::CannedResponse;
 using testing::FakeLlmServer;
+using testing::openai_completion;
 
 constexpr const char* kKey = "sk-test-0123456789abcdef";
-
-std::string openai_reply(const std::string& content, int in = 100, int out = 50) {
-  return json{{"id", "chatcmpl-1"},
-              {"object", "chat.completion"},
-              {"model", "gpt-test"},
-              {"choices", json::array({{{"index", 0},
-                                        {"message", {{"role", "assistant"}, {"content", content}}},
-                                        {"finish_reason", "stop"}}})},
-              {"usage", {{"prompt_tokens", in}, {"completion_tokens", out}, {"total_tokens", in + out}}}}
-      .dump();
-}
 
 ChatRequest ask(const std::string& text) {
   ChatRequest r;
@@ -58,7 +48,7 @@ struct Rig {
 
 TEST(LlmClient, OpenAiRequestOnTheWireAndTheReply) {
   Rig rig;
-  rig.server.push({.body = openai_reply("```cuda\n__global__ void k() {}\n```", 812, 23)});
+  rig.server.push({.body = openai_completion("```cuda\n__global__ void k() {}\n```", nullptr, 812, 23)});
   LlmClient client(*rig.provider, {}, rig.hooks);
   ChatRequest r = ask("make it faster");
   r.tools = {{"compile_check", "Compile a draft.", json::parse(R"({"type":"object"})")}};
@@ -81,11 +71,12 @@ TEST(LlmClient, OpenAiRequestOnTheWireAndTheReply) {
 
 TEST(LlmClient, OpenAiStreamOverChunkedSse) {
   Rig rig;
-  rig.server.push({.content_type = "text/event-stream",
-                   .chunks = testing::openai_sse({R"({"choices":[{"index":0,"delta":{"content":"par"}}]})",
-                                                  R"({"choices":[{"index":0,"delta":{"content":"tial"}}]})",
-                                                  R"({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})",
-                                                  R"({"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2}})"})});
+  rig.server.push(
+      {.content_type = "text/event-stream",
+       .chunks = testing::openai_sse({R"({"choices":[{"index":0,"delta":{"content":"par"}}]})",
+                                      R"({"choices":[{"index":0,"delta":{"content":"tial"}}]})",
+                                      R"({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})",
+                                      R"({"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2}})"})});
   LlmClient client(*rig.provider, {}, rig.hooks);
   ChatRequest r = ask("hi");
   r.stream = true;
@@ -99,7 +90,7 @@ TEST(LlmClient, OpenAiStreamOverChunkedSse) {
 
 TEST(LlmClient, AServerThatIgnoresStreamAnswersPlainJson) {
   Rig rig;
-  rig.server.push({.body = openai_reply("plain")});  // application/json, although stream was asked for
+  rig.server.push({.body = openai_completion("plain")});  // application/json, although stream was asked for
   LlmClient client(*rig.provider, {}, rig.hooks);
   ChatRequest r = ask("hi");
   r.stream = true;
@@ -111,14 +102,19 @@ TEST(LlmClient, AServerThatIgnoresStreamAnswersPlainJson) {
 
 TEST(LlmClient, AnthropicHeadersBodyAndStream) {
   Rig rig("anthropic");
-  rig.server.push({.content_type = "text/event-stream",
-                   .chunks = testing::anthropic_sse(
-                       {{"message_start", R"({"type":"message_start","message":{"model":"claude-t","usage":{"input_tokens":30,"output_tokens":1}}})"},
-                        {"content_block_start", R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})"},
-                        {"content_block_delta", R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok"}})"},
-                        {"content_block_stop", R"({"type":"content_block_stop","index":0})"},
-                        {"message_delta", R"({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}})"},
-                        {"message_stop", R"({"type":"message_stop"})"}})});
+  rig.server.push(
+      {.content_type = "text/event-stream",
+       .chunks = testing::anthropic_sse(
+           {{"message_start",
+             R"({"type":"message_start","message":{"model":"claude-t","usage":{"input_tokens":30,"output_tokens":1}}})"},
+            {"content_block_start",
+             R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})"},
+            {"content_block_delta",
+             R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok"}})"},
+            {"content_block_stop", R"({"type":"content_block_stop","index":0})"},
+            {"message_delta",
+             R"({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}})"},
+            {"message_stop", R"({"type":"message_stop"})"}})});
   LlmClient client(*rig.provider, {}, rig.hooks);
   ChatRequest r = ask("hi");
   r.model = "claude-t";
@@ -140,7 +136,7 @@ TEST(LlmClient, RateLimitHonoursRetryAfterThenSucceeds) {
   rig.server.push({.status = 429,
                    .body = R"({"error":{"message":"Rate limit reached for gpt-test","type":"requests"}})",
                    .headers = {{"Retry-After", "7"}}});
-  rig.server.push({.body = openai_reply("done")});
+  rig.server.push({.body = openai_completion("done")});
   LlmClient client(*rig.provider, {}, rig.hooks);
   auto reply = client.chat(ask("x"));
   ASSERT_TRUE(reply.ok()) << reply.error().message;
@@ -153,7 +149,8 @@ TEST(LlmClient, RateLimitHonoursRetryAfterThenSucceeds) {
 
 TEST(LlmClient, ServerErrorsBackOffExponentiallyWithJitterAndGiveUp) {
   Rig rig;
-  for (int i = 0; i < 3; ++i) rig.server.push({.status = i == 1 ? 503 : 500, .body = R"({"error":{"message":"boom"}})"});
+  for (int i = 0; i < 3; ++i)
+    rig.server.push({.status = i == 1 ? 503 : 500, .body = R"({"error":{"message":"boom"}})"});
   ClientOptions o;
   o.retry.max_attempts = 3;
   double u = 0;
@@ -172,12 +169,12 @@ TEST(LlmClient, ServerErrorsBackOffExponentiallyWithJitterAndGiveUp) {
 
 TEST(LlmClient, TimeoutsAndTruncatedRepliesAreRetried) {
   Rig rig("openai", 300);
-  rig.server.push({.body = openai_reply("late"), .delay_ms = 1000});
-  rig.server.push({.body = openai_reply("whole").substr(0, 60)});  // a 200 whose body was cut
+  rig.server.push({.body = openai_completion("late"), .delay_ms = 1000});
+  rig.server.push({.body = openai_completion("whole").substr(0, 60)});  // a 200 whose body was cut
   rig.server.push({.content_type = "text/event-stream",
                    .chunks = testing::openai_sse({R"({"choices":[{"index":0,"delta":{"content":"cut"}}]})"}, false),
                    .drop_after_chunks = true});
-  rig.server.push({.body = openai_reply("whole")});
+  rig.server.push({.body = openai_completion("whole")});
   LlmClient client(*rig.provider, {}, rig.hooks);
   ChatRequest r = ask("x");
   auto reply = client.chat(r);
@@ -191,7 +188,9 @@ TEST(LlmClient, BadKeyAndUnknownModelAreClearAndNotRetried) {
   rig.server.push({.status = 401,
                    .body = std::string(R"({"error":{"message":"Incorrect API key provided: )") + kKey +
                            R"(","type":"invalid_request_error","code":"invalid_api_key"}})"});
-  rig.server.push({.status = 404, .body = R"({"error":{"message":"The model `gpt-nope` does not exist","type":"invalid_request_error"}})"});
+  rig.server.push(
+      {.status = 404,
+       .body = R"({"error":{"message":"The model `gpt-nope` does not exist","type":"invalid_request_error"}})"});
   LlmClient client(*rig.provider, {}, rig.hooks);
   auto a = client.chat(ask("x"));
   ASSERT_FALSE(a.ok());
@@ -214,8 +213,8 @@ TEST(LlmClient, BadKeyAndUnknownModelAreClearAndNotRetried) {
 
 TEST(LlmClient, BudgetStopsCallsAndPricesCost) {
   Rig rig;
-  rig.server.push({.body = openai_reply("one", 1000000, 200000)});
-  rig.server.push({.body = openai_reply("two")});
+  rig.server.push({.body = openai_completion("one", nullptr, 1000000, 200000)});
+  rig.server.push({.body = openai_completion("two")});
   ClientOptions o;
   o.budget.max_cost_usd = 3;
   o.prices["gpt-test"] = {2.0, 8.0};
@@ -226,7 +225,8 @@ TEST(LlmClient, BudgetStopsCallsAndPricesCost) {
   EXPECT_TRUE(client.budget_exhausted());
   auto second = client.chat(ask("2"));
   ASSERT_FALSE(second.ok());
-  EXPECT_NE(second.error().message.find("budget is spent ($3.60 of $3.00"), std::string::npos) << second.error().message;
+  EXPECT_NE(second.error().message.find("budget is spent ($3.60 of $3.00"), std::string::npos)
+      << second.error().message;
   EXPECT_EQ(rig.server.requests().size(), 1u);
   EXPECT_EQ(client.spent().tokens, 1200000);
 }
@@ -235,7 +235,7 @@ TEST(LlmClient, CacheReplaysARunExactly) {
   Rig rig;
   fs::path dir = fs::temp_directory_path() / ("kp-llm-cache-" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  rig.server.push({.body = openai_reply("first answer")});
+  rig.server.push({.body = openai_completion("first answer")});
   ClientOptions o;
   o.cache = CacheMode::kReadWrite;
   o.cache_dir = dir.string();
@@ -254,7 +254,8 @@ TEST(LlmClient, CacheReplaysARunExactly) {
   ASSERT_FALSE(miss.ok());
   EXPECT_EQ(miss.error().code, ErrorCode::kNotFound);
   EXPECT_EQ(rig.server.requests().size(), 1u);  // neither replayed call reached the server
-  for (const auto& f : fs::directory_iterator(dir)) EXPECT_EQ(read_file(f.path().string()).value().find(kKey), std::string::npos);
+  for (const auto& f : fs::directory_iterator(dir))
+    EXPECT_EQ(read_file(f.path().string()).value().find(kKey), std::string::npos);
   fs::remove_all(dir);
 }
 

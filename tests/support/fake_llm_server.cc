@@ -68,6 +68,24 @@ std::vector<ReceivedRequest> FakeLlmServer::requests() const {
   return received_;
 }
 
+std::string openai_completion(const std::string& content, const nlohmann::json& tool_calls, int input_tokens,
+                              int output_tokens) {
+  nlohmann::json msg = {{"role", "assistant"}, {"content", content}};
+  if (!tool_calls.is_null()) msg["tool_calls"] = tool_calls;
+  return nlohmann::json{
+      {"id", "chatcmpl-1"},
+      {"object", "chat.completion"},
+      {"model", "gpt-test"},
+      {"choices",
+       nlohmann::json::array(
+           {{{"index", 0}, {"message", msg}, {"finish_reason", tool_calls.is_null() ? "stop" : "tool_calls"}}})},
+      {"usage",
+       {{"prompt_tokens", input_tokens},
+        {"completion_tokens", output_tokens},
+        {"total_tokens", input_tokens + output_tokens}}}}
+      .dump();
+}
+
 std::vector<std::string> openai_sse(const std::vector<std::string>& chunk_json, bool done) {
   std::vector<std::string> out;
   for (const auto& c : chunk_json) out.push_back("data: " + c + "\n\n");

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace httplib {
 class Server;
 }
@@ -24,9 +26,9 @@ struct CannedResponse {
   std::string body{};  // sent whole (Content-Length) when `chunks` is empty
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers{};  // e.g. {"Retry-After", "2"}
-  int delay_ms = 0;                 // wait before answering (a slow or hung server)
-  std::vector<std::string> chunks{};  // sent with chunked transfer encoding, one write each
-  bool drop_after_chunks = false;   // close the connection after the chunks, without the end
+  int delay_ms = 0;                                            // wait before answering (a slow or hung server)
+  std::vector<std::string> chunks{};                           // sent with chunked transfer encoding, one write each
+  bool drop_after_chunks = false;                              // close the connection after the chunks, without the end
 };
 
 struct ReceivedRequest {
@@ -58,6 +60,10 @@ class FakeLlmServer {
   std::vector<ReceivedRequest> received_;
 };
 
+// The body of a whole (not streamed) OpenAI chat completion: one choice with `content`, and with
+// `tool_calls` when given (finish_reason "tool_calls", else "stop").
+std::string openai_completion(const std::string& content, const nlohmann::json& tool_calls = nullptr,
+                              int input_tokens = 100, int output_tokens = 50);
 // SSE text of an OpenAI stream: one "data: {...}" event per chunk JSON, then "data: [DONE]".
 std::vector<std::string> openai_sse(const std::vector<std::string>& chunk_json, bool done = true);
 // SSE of an Anthropic stream: "event: TYPE" + "data: {...}" for each (type, json) pair.
