@@ -4,10 +4,14 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -15,6 +19,7 @@
 #include "analysis/rule_tool.h"
 #include "driver/analyze_session.h"
 #include "driver/generate_session.h"
+#include "driver/model_search.h"
 #include "agent/agents.h"
 #include "llm/llm_config.h"
 #include "build/builder.h"
@@ -463,7 +468,117 @@ Result<driver::Analysis> analyze_feedback(const std::string& task_path, const fs
     return make_error(ErrorCode::kInvalidInput, fmt::format("it did not pass the check ({}): {}",
                                                             eval::to_string(page->profile.eval.outcome),
                                                             page->profile.eval.reason));
-  return driver::Analysis{driver::measured_summary(*page) + page->feedback.text, page->tools_run};
+  driver::Analysis a{driver::measured_summary(*page) + page->feedback.text, page->tools_run, "",
+                     driver::measured_summary(*page) + driver::raw_metrics_text(*page)};
+  if (page->profile.roofline) a.bottleneck_class = analysis::to_string(page->profile.roofline->cls);
+  return a;
+}
+
+// The model side of a run: provider, client (its cache and call log in RUN_DIR), prompts and
+// the roles. `resume_hint`: the command that continues the run, for the manual provider's note.
+struct ModelSetup {
+  llm::LlmConfig config;
+  std::unique_ptr<llm::HttpTransport> transport;
+  std::unique_ptr<llm::Provider> provider;
+  std::unique_ptr<llm::LlmClient> client;
+  std::optional<agent::PromptLibrary> prompts;
+  agent::AgentOptions options;
+  std::unique_ptr<agent::Agents> agents;
+};
+
+struct ModelFlags {
+  std::string config, provider, model, base_url, prompts;
+  bool no_tools = false;
+};
+
+Result<std::unique_ptr<ModelSetup>> model_setup(const ModelFlags& flags, const fs::path& run_dir,
+                                                const std::string& resume_hint, const llm::Budget* budget) {
+  auto m = std::make_unique<ModelSetup>();
+  llm::LlmConfig& config = m->config;
+  if (!flags.config.empty()) {
+    KP_TRY(std::string text, read_file(flags.config));
+    KP_TRY(config, llm::parse_llm_config(text, flags.config));
+  }
+  if (!flags.provider.empty()) config.provider = flags.provider;
+  if (!flags.model.empty()) config.model = flags.model;
+  if (!flags.base_url.empty()) config.base_url = flags.base_url;
+  if (config.provider != "openai" && config.provider != "anthropic" && config.provider != "command" &&
+      config.provider != "manual")
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("--provider {}: expected openai, anthropic, command or manual", config.provider));
+  if (config.model.empty()) {
+    if (config.provider == "openai" || config.provider == "anthropic")
+      return make_error(ErrorCode::kInvalidInput, "no model named: pass --model or set model in the [llm] table of --config");
+    config.model = config.provider;
+  }
+  std::string api_key;
+  const std::string key_env = config.api_key_env.empty() ? llm::default_api_key_env(config.provider) : config.api_key_env;
+  if (!key_env.empty())
+    if (const char* k = std::getenv(key_env.c_str())) api_key = k;
+  if (api_key.empty() && (config.provider == "openai" || config.provider == "anthropic") && config.base_url.empty())
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("${} is not set: export the API key for {}, or point --base-url at a local server that "
+                                  "needs none",
+                                  key_env, config.provider));
+  m->transport = llm::make_curl_transport();
+  llm::ProviderContext ctx;
+  ctx.api_key = api_key;
+  ctx.transport = m->transport.get();
+  ctx.manual_dir = (run_dir / "manual").string();
+  ctx.resume_hint = resume_hint + (flags.config.empty() ? " --provider " + config.provider : " --config " + flags.config);
+  if (!flags.model.empty()) ctx.resume_hint += " --model " + flags.model;
+  if (!flags.base_url.empty()) ctx.resume_hint += " --base-url " + flags.base_url;
+  Error perr;
+  m->provider = llm::make_provider(config, ctx, &perr);
+  if (!m->provider) return perr;
+  llm::ClientOptions copts = config.client;
+  copts.cache_dir = (run_dir / "llm-cache").string();
+  if (budget) {
+    if (budget->max_calls > 0) copts.budget.max_calls = budget->max_calls;
+    if (budget->max_tokens > 0) copts.budget.max_tokens = budget->max_tokens;
+    if (budget->max_cost_usd > 0) copts.budget.max_cost_usd = budget->max_cost_usd;
+  }
+  m->client = std::make_unique<llm::LlmClient>(*m->provider, copts);
+  KP_TRY(m->prompts, agent::PromptLibrary::load(
+                         flags.prompts.empty() ? (fs::path(KP_SOURCE_DIR) / "prompts").string() : flags.prompts));
+  m->options.tools = !flags.no_tools && (config.provider == "openai" || config.provider == "anthropic");
+  m->options.max_tokens = config.max_tokens;
+  m->options.temperature = config.temperature;
+  m->options.stream = config.stream;
+  m->agents = std::make_unique<agent::Agents>(*m->client, *m->prompts, config.model, m->options);
+  return m;
+}
+
+// Every LLM call, for the record (no credentials: they are not in the records).
+void write_call_log(const llm::LlmClient& client, const fs::path& file) {
+  std::string calls;
+  for (const auto& r : client.records())
+    calls += nlohmann::json{{"provider", r.provider}, {"endpoint", r.endpoint}, {"model", r.model}, {"request", r.request},
+                            {"reply", r.reply}, {"error", r.error}, {"input_tokens", r.usage.input_tokens},
+                            {"output_tokens", r.usage.output_tokens}, {"cost_usd", r.cost_usd}, {"priced", r.priced},
+                            {"latency_s", r.latency_s}, {"attempts", r.attempts}, {"cached", r.cached}}
+                 .dump() +
+             "\n";
+  (void)write_file(file.string(), calls);
+}
+
+// A KernelBench problem has no seed: its reference, as a candidate, is profiled in its place, so
+// that the analyst, planner and coder see which kernels torch runs for it and what bounds them.
+Status reference_as_seed(task::Task& task, const fs::path& run_dir) {
+  const fs::path seed = run_dir / "reference_as_candidate.py";
+  KP_TRY(std::string problem, read_file(task.reference_path.string()));
+  KP_TRY_STATUS(write_file(seed.string(), problem + "\n\n# kernelpro: the reference as a candidate, profiled as the seed.\n"
+                                                    "class ModelNew(Model):\n    pass\n"));
+  task.seed_path = seed;
+  return ok_status();
+}
+
+// The GPU in words for the prompts, or what stands in for it on a machine without one.
+std::optional<std::string> gpu_words(eval::Evaluator& evaluator) {
+  auto dev = evaluator.device();
+  if (!dev.ok()) return std::nullopt;
+  return fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB)", dev->name, dev->cc_major, dev->cc_minor, dev->sm_count,
+                     dev->memory_bytes / 1073741824.0);
 }
 
 }  // namespace
@@ -472,29 +587,6 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
   const bool kernelbench = is_kernelbench_path(flags.task);
   auto task = kernelbench ? task::load_kernelbench_problem(flags.task) : task::load_native_task(flags.task);
   if (!task.ok()) return exit_for(task.error());
-
-  // LLM settings: the config file, then the flags.
-  llm::LlmConfig config;
-  if (!flags.config.empty()) {
-    auto text = read_file(flags.config);
-    if (!text.ok()) return exit_for(text.error());
-    auto parsed = llm::parse_llm_config(*text, flags.config);
-    if (!parsed.ok()) return exit_for(parsed.error());
-    config = std::move(*parsed);
-  }
-  if (!flags.provider.empty()) config.provider = flags.provider;
-  if (!flags.model.empty()) config.model = flags.model;
-  if (!flags.base_url.empty()) config.base_url = flags.base_url;
-  if (config.provider != "openai" && config.provider != "anthropic" && config.provider != "command" &&
-      config.provider != "manual")
-    return exit_for(make_error(ErrorCode::kInvalidInput, fmt::format("--provider {}: expected openai, anthropic, command "
-                                                                     "or manual", config.provider)));
-  if (config.model.empty()) {
-    if (config.provider == "openai" || config.provider == "anthropic")
-      return exit_for(make_error(ErrorCode::kInvalidInput,
-                                 fmt::format("no model named: pass --model or set model in the [llm] table of --config")));
-    config.model = config.provider;
-  }
   const fs::path run_dir = flags.run_dir.empty() ? fs::path("runs") / (fs::path(task->name).stem().string() + "-generate")
                                                  : fs::path(flags.run_dir);
   std::error_code ec;
@@ -503,52 +595,17 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
                                fmt::format("{} holds an earlier run: add --resume to continue it, or choose another "
                                            "--run-dir",
                                            run_dir.string())));
-  std::string api_key;
-  const std::string key_env = config.api_key_env.empty() ? llm::default_api_key_env(config.provider) : config.api_key_env;
-  if (!key_env.empty())
-    if (const char* k = std::getenv(key_env.c_str())) api_key = k;
-  if (api_key.empty() && (config.provider == "openai" || config.provider == "anthropic") && config.base_url.empty())
-    return exit_for(make_error(ErrorCode::kInvalidInput,
-                               fmt::format("${} is not set: export the API key for {}, or point --base-url at a local "
-                                           "server that needs none",
-                                           key_env, config.provider)));
+  std::string hint = fmt::format("kernelpro generate {} --run-dir {} --resume", flags.task, run_dir.string());
+  if (!flags.direction.empty()) hint += " --direction '" + flags.direction + "'";
   fs::create_directories(run_dir, ec);
-  if (kernelbench && !task->seed_path) {
-    // The problem has no seed: its reference, as a candidate, is profiled in its place, so that
-    // the analyst, planner and coder see which kernels torch runs for it and what bounds them.
-    const fs::path seed = run_dir / "reference_as_candidate.py";
-    auto problem = read_file(task->reference_path.string());
-    if (!problem.ok()) return exit_for(problem.error());
-    Status w = write_file(seed.string(), *problem + "\n\n# kernelpro: the reference as a candidate, profiled as the seed.\n"
-                                                    "class ModelNew(Model):\n    pass\n");
-    if (!w.ok()) return exit_for(w.error());
-    task->seed_path = seed;
-  }
-  auto transport = llm::make_curl_transport();
-  llm::ProviderContext ctx;
-  ctx.api_key = api_key;
-  ctx.transport = transport.get();
-  ctx.manual_dir = (run_dir / "manual").string();
-  ctx.resume_hint = fmt::format("kernelpro generate {} --run-dir {} --resume{}", flags.task, run_dir.string(),
-                                flags.config.empty() ? " --provider " + config.provider : " --config " + flags.config);
-  if (!flags.model.empty()) ctx.resume_hint += " --model " + flags.model;
-  if (!flags.base_url.empty()) ctx.resume_hint += " --base-url " + flags.base_url;
-  if (!flags.direction.empty()) ctx.resume_hint += " --direction '" + flags.direction + "'";
-  Error perr;
-  auto provider = llm::make_provider(config, ctx, &perr);
-  if (!provider) return exit_for(perr);
-  llm::ClientOptions copts = config.client;
-  copts.cache_dir = (run_dir / "llm-cache").string();
-  llm::LlmClient client(*provider, copts);
-
-  auto prompts = agent::PromptLibrary::load(flags.prompts.empty() ? (fs::path(KP_SOURCE_DIR) / "prompts").string() : flags.prompts);
-  if (!prompts.ok()) return exit_for(prompts.error());
-  agent::AgentOptions aopts;
-  aopts.tools = !flags.no_tools && (config.provider == "openai" || config.provider == "anthropic");
-  aopts.max_tokens = config.max_tokens;
-  aopts.temperature = config.temperature;
-  aopts.stream = config.stream;
-  agent::Agents agents(client, *prompts, config.model, aopts);
+  auto setup = model_setup({flags.config, flags.provider, flags.model, flags.base_url, flags.prompts, flags.no_tools},
+                           run_dir, hint, nullptr);
+  if (!setup.ok()) return exit_for(setup.error());
+  if (kernelbench && !task->seed_path)
+    if (Status s = reference_as_seed(*task, run_dir); !s.ok()) return exit_for(s.error());
+  llm::LlmClient& client = *(*setup)->client;
+  agent::Agents& agents = *(*setup)->agents;
+  const agent::AgentOptions& aopts = (*setup)->options;
 
   auto scratch = make_scratch("kernelpro-generate-", common.keep_scratch);
   if (!scratch.ok()) return exit_for(scratch.error());
@@ -592,9 +649,8 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
   };
   driver::GenerateOptions go;
   go.run_dir = run_dir;
-  if (auto dev = evaluator.device(); dev.ok()) {
-    go.gpu = fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB)", dev->name, dev->cc_major, dev->cc_minor, dev->sm_count,
-                         dev->memory_bytes / 1073741824.0);
+  if (auto words = gpu_words(evaluator)) {
+    go.gpu = *words;
   } else {
     const std::string arch = common.arch.empty() ? std::string("sm_90a") : common.arch;
     go.gpu = fmt::format("an NVIDIA GPU (none on this machine: the candidate is built for {} and not run)", arch);
@@ -604,16 +660,7 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
   go.direction = flags.direction;
   auto report = driver::run_generate(*task, agents, hooks, go, aopts.tools ? &tools : nullptr);
 
-  // Every LLM call, for the record (no credentials: they are not in the records).
-  std::string calls;
-  for (const auto& r : client.records())
-    calls += nlohmann::json{{"provider", r.provider}, {"endpoint", r.endpoint}, {"model", r.model}, {"request", r.request},
-                            {"reply", r.reply}, {"error", r.error}, {"input_tokens", r.usage.input_tokens},
-                            {"output_tokens", r.usage.output_tokens}, {"cost_usd", r.cost_usd}, {"priced", r.priced},
-                            {"latency_s", r.latency_s}, {"attempts", r.attempts}, {"cached", r.cached}}
-                 .dump() +
-             "\n";
-  (void)write_file((run_dir / "llm_calls.jsonl").string(), calls);
+  write_call_log(client, run_dir / "llm_calls.jsonl");
 
   if (!report.ok()) {
     if (report.error().code == ErrorCode::kPending) {
@@ -648,6 +695,154 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
     return kExitNotRun;
   }
   return kExitFailed;
+}
+
+// ---- optimize with a model ---------------------------------------------------------------------
+
+namespace {
+
+std::atomic<bool> g_model_interrupted{false};
+
+extern "C" void on_model_sigint(int) { g_model_interrupted.store(true); }
+
+}  // namespace
+
+int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
+  const bool kernelbench = is_kernelbench_path(flags.task);
+  auto task = kernelbench ? task::load_kernelbench_problem(flags.task) : task::load_native_task(flags.task);
+  if (!task.ok()) return exit_for(task.error());
+  driver::OptimizeOptions o;
+  o.run_dir = flags.run_dir.empty() ? fs::path("runs") / (fs::path(task->name).stem().string() + "-optimize")
+                                    : fs::path(flags.run_dir);
+  o.resume = flags.resume;
+  o.strategy = flags.search;
+  o.max_evaluations = flags.budget;
+  o.max_wall_s = flags.minutes * 60;
+  o.max_gpu_s = flags.gpu_seconds;
+  o.feedback = flags.feedback;
+  o.memory = flags.memory.empty() ? data_dir() / "memory.db" : fs::path(flags.memory);
+  auto objective = search::objective_from_string(flags.objective);
+  if (!objective.ok()) return exit_for(objective.error());
+  o.reward.objective = *objective;
+  if (auto s = search::make_strategy(flags.search); !s.ok()) return exit_for(s.error());
+  std::error_code ec;
+  fs::create_directories(o.run_dir, ec);
+  std::string hint = fmt::format("kernelpro optimize {} --run-dir {} --resume --budget {} --search {} --feedback {}",
+                                 flags.task, o.run_dir.string(), flags.budget, flags.search, flags.feedback);
+  const llm::Budget budget{flags.max_llm_calls, flags.max_tokens, flags.max_cost};
+  auto setup = model_setup({flags.config, flags.provider, flags.model, flags.base_url, flags.prompts, flags.no_tools},
+                           o.run_dir, hint, &budget);
+  if (!setup.ok()) return exit_for(setup.error());
+  if (kernelbench && !task->seed_path)
+    if (Status s = reference_as_seed(*task, o.run_dir); !s.ok()) return exit_for(s.error());
+  llm::LlmClient& client = *(*setup)->client;
+
+  auto scratch = make_scratch("kernelpro-optimize-", common.keep_scratch);
+  if (!scratch.ok()) return exit_for(scratch.error());
+  eval::EvaluatorOptions eo;
+  eo.build = build_options(common);
+  eo.eval = eval_options(flags.eval, kernelbench ? 5 : 3, kernelbench ? 600 : 120);
+  if (kernelbench) {
+    eo.worker = python_worker_options(resolve_python(flags.eval.python), scratch->path());
+  } else {
+    eo.worker.worker_path = common.worker.empty() ? self_dir() / "kp-worker" : fs::path(common.worker);
+    eo.worker.scratch_dir = scratch->path();
+  }
+  eval::Evaluator evaluator(eo);
+  // The seed of a KernelBench problem is its reference, which calls only library code: it is
+  // timed by an evaluator that allows that, made only when it is needed.
+  std::unique_ptr<eval::Evaluator> root_evaluator;
+  build::Builder drafts(build_options(common));
+  int draft_count = 0;
+  agent::CoderTools tools;
+  tools.compile_check = [&](const std::string& source) -> std::string {
+    const fs::path draft = o.run_dir / "drafts" / fmt::format("draft-{}.cu", ++draft_count);
+    fs::create_directories(draft.parent_path(), ec);
+    if (!write_file(draft.string(), source).ok()) return "could not write the draft";
+    auto r = drafts.build(build::BuildRequest{draft, task->candidate_libraries, {}});
+    if (!r.ok()) return "not built: " + r.error().message;
+    if (!r->ok) return "compile errors:\n" + r->log;
+    return fmt::format("compiled. ptxas: {}", r->log.empty() ? "(no report)" : r->log);
+  };
+
+  const bool tty = isatty(STDERR_FILENO) != 0 && !common.json;
+  driver::ModelSearchHooks hooks;
+  hooks.evaluate = [&](const fs::path& cu, const fs::path& py, bool root) -> Result<eval::EvalResult> {
+    if (!kernelbench) return evaluator.evaluate(*task, cu);
+    if (!root) return evaluator.evaluate(*task, py, cu);
+    if (!root_evaluator) {
+      eval::EvaluatorOptions ro = eo;
+      ro.eval.library_only_ok = true;
+      root_evaluator = std::make_unique<eval::Evaluator>(ro);
+    }
+    return root_evaluator->evaluate(*task, py, cu);
+  };
+  hooks.analyze = [&](const fs::path& cu, const fs::path& py, bool root) {
+    return analyze_feedback(flags.task, kernelbench ? py : cu, kernelbench ? cu : fs::path(), {}, kernelbench && root,
+                            common, flags.eval);
+  };
+  hooks.record = [&](const eval::EvalResult& r) { return report::eval_to_json(*task, r).dump(); };
+  hooks.interrupted = [] { return g_model_interrupted.load(); };
+  hooks.llm_spent = [&] { return client.spent(); };
+  hooks.llm_budget_spent = [&] { return client.budget_exhausted(); };
+  if ((*setup)->options.tools) hooks.tools = &tools;
+  hooks.progress = [&](const std::string& line) {
+    if (common.json) return;
+    if (tty)
+      std::fprintf(stderr, "\r\033[2Kkernelpro: %s", line.c_str());
+    else
+      std::fprintf(stderr, "kernelpro: %s\n", line.c_str());
+  };
+  if (auto words = gpu_words(evaluator)) {
+    o.gpu = *words;
+  } else {
+    const std::string arch = common.arch.empty() ? std::string("sm_90a") : common.arch;
+    o.gpu = fmt::format("an NVIDIA GPU (none on this machine: candidates are built for {} and not run)", arch);
+  }
+  g_model_interrupted = false;
+  auto previous = std::signal(SIGINT, on_model_sigint);
+  auto report = driver::run_model_optimize(*task, *(*setup)->agents, hooks, o);
+  std::signal(SIGINT, previous);
+  if (tty) std::fprintf(stderr, "\n");
+  write_call_log(client, o.run_dir / "llm_calls.jsonl");
+  if (!report.ok()) return exit_for(report.error());
+  const auto& r = *report;
+  if (common.json) {
+    auto j = r.to_json();
+    j["run_dir"] = o.run_dir.string();
+    j["llm"] = {{"calls", client.spent().calls}, {"tokens", client.spent().tokens}, {"cost_usd", client.spent().cost_usd}};
+    std::cout << j.dump(2) << "\n";
+  } else if (r.nodes == 0) {
+    std::cout << "No GPU here: the seed built; the search needs its timing. Run the same command on a GPU machine.\n";
+  } else {
+    std::cout << fmt::format("{}: best {:.4g} ms: {:.2f}x the seed ({:.4g} ms), {:.2f}x the reference ({:.4g} ms)\n",
+                             task->name, r.best_seconds * 1e3, r.seed_seconds / r.best_seconds, r.seed_seconds * 1e3,
+                             r.reference_seconds / r.best_seconds, r.reference_seconds * 1e3);
+    std::cout << fmt::format("  by: {}\n", r.best_direction);
+    std::cout << fmt::format("{} candidate(s) evaluated in this run ({} duplicate(s) measured once), {} in the tree; "
+                             "stopped: {}; {}\n",
+                             r.evaluated, r.duplicates, r.nodes, r.stopped, r.best_source.string());
+    std::cout << fmt::format("time: {:.1f} s wall = {:.1f} s LLM + {:.1f} s build + {:.1f} s GPU worker + {:.1f} s "
+                             "analysis + {:.1f} s search and store\n",
+                             r.wall_s, r.llm_s, r.build_s, r.worker_s, r.analyze_s,
+                             r.wall_s - r.llm_s - r.build_s - r.worker_s - r.analyze_s);
+    std::cout << fmt::format("LLM: {} call(s), {} tokens, ${:.4f}\n", client.spent().calls, client.spent().tokens,
+                             client.spent().cost_usd);
+  }
+  if (r.stopped == "pending") {
+    std::fprintf(stderr, "kernelpro: %s\n", r.pending.c_str());
+    return kExitPending;
+  }
+  if (r.stopped == "no_gpu") {
+    if (!common.json)
+      std::cout << fmt::format("No GPU here: the next candidate is written and built; its evaluation needs a GPU. "
+                               "Continue with: {}\n",
+                               hint);
+    return kExitNotRun;
+  }
+  if ((r.stopped == "interrupted" || r.stopped == "budget") && !common.json)
+    std::cout << fmt::format("Continue it with: {}\n", hint);
+  return kExitOk;
 }
 
 }  // namespace kp::cli

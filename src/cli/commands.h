@@ -103,9 +103,18 @@ struct OptimizeFlags {
   std::string search = "mcts";    // --search: mcts, greedy, beam
   std::string objective = "time"; // --objective: time, energy, edp, energy-at-matched-time
   std::string memory;             // --memory: the lessons database (default <data dir>/memory.db)
-  EvalFlags eval;                 // --seed, --timeout
+  EvalFlags eval;                 // --seed, --timeout, --python
+  // With a model (--provider or --config): the closed loop (driver/model_search.h).
+  std::string config, provider, model, base_url, prompts;  // as generate's
+  bool no_tools = false;                                   // --no-tools
+  std::string feedback = "tools";  // --feedback: tools, raw-metrics, none
+  int64_t max_llm_calls = 0;       // --max-llm-calls (0: the config's budget)
+  int64_t max_tokens = 0;          // --max-tokens
+  double max_cost = 0;             // --max-cost: US dollars
 };
 int run_optimize(const OptimizeFlags& flags, const CommonFlags& common);
+// The model-driven loop (cli/commands.cc), which run_optimize calls when a model is configured.
+int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common);
 
 // `kernelpro calibrate` (cli/calibrate_command.cc).
 struct CalibrateFlags {

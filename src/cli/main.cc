@@ -124,9 +124,9 @@ int main(int argc, char** argv) {
   add_common(analyze);
 
   kp::cli::OptimizeFlags optimize_flags;
-  CLI::App* optimize = app.add_subcommand("optimize", "search for a faster kernel: without a model, tune the seed's KP_TUNE parameters");
+  CLI::App* optimize = app.add_subcommand("optimize", "search for a faster kernel: the model writes candidates (--provider), or without one the seed's KP_TUNE parameters are tuned");
   {
-    optimize->add_option("task", optimize_flags.task, "task folder with a seed.cu")->required();
+    optimize->add_option("task", optimize_flags.task, "task folder with a seed.cu, or (with a model) a KernelBench problem .py")->required();
     optimize->add_option("--run-dir", optimize_flags.run_dir, "where the run store, candidates and best.cu go (default runs/<task>-optimize)");
     optimize->add_flag("--resume", optimize_flags.resume, "continue the run in --run-dir");
     optimize->add_option("--budget", optimize_flags.budget, "candidates to evaluate in this run (default 30)")->check(CLI::PositiveNumber);
@@ -137,6 +137,17 @@ int main(int argc, char** argv) {
     optimize->add_option("--memory", optimize_flags.memory, "the lessons database shared by runs (default $XDG_DATA_HOME/kernelpro/memory.db)");
     optimize->add_option("--seed", optimize_flags.eval.seed, "input seed (default: private, random)");
     optimize->add_option("--timeout", optimize_flags.eval.timeout_s, "seconds before a hanging run is killed")->check(CLI::PositiveNumber);
+    optimize->add_option("--config", optimize_flags.config, "TOML file with an [llm] table: the model writes the candidates");
+    optimize->add_option("--provider", optimize_flags.provider, "openai, anthropic, command or manual: the model writes the candidates");
+    optimize->add_option("--model", optimize_flags.model, "the model's name at the provider");
+    optimize->add_option("--base-url", optimize_flags.base_url, "the API's base URL (a local server)");
+    optimize->add_option("--prompts", optimize_flags.prompts, "prompt template folder (default: kernelpro's prompts/)");
+    optimize->add_flag("--no-tools", optimize_flags.no_tools, "do not offer the coder tools (compile_check)");
+    optimize->add_option("--feedback", optimize_flags.feedback, "what the model sees of a profile: tools (default), raw-metrics or none");
+    optimize->add_option("--max-llm-calls", optimize_flags.max_llm_calls, "stop after this many LLM calls")->check(CLI::NonNegativeNumber);
+    optimize->add_option("--max-tokens", optimize_flags.max_tokens, "stop after this many LLM tokens")->check(CLI::NonNegativeNumber);
+    optimize->add_option("--max-cost", optimize_flags.max_cost, "stop after this many US dollars of LLM calls")->check(CLI::NonNegativeNumber);
+    optimize->add_option("--python", optimize_flags.eval.python, "KernelBench: the Python that runs the worker");
   }
   add_common(optimize);
 

@@ -29,12 +29,15 @@ extern "C" void on_sigint(int) { g_interrupted.store(true); }
 }  // namespace
 
 int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
+  if (!flags.provider.empty() || !flags.config.empty()) return run_model_optimize(flags, common);
   if (is_kernelbench_path(flags.task))
-    return exit_for(
-        make_error(ErrorCode::kInvalidInput,
-                   fmt::format("{}: a KernelBench problem has no seed to tune; optimize needs a model for it "
-                               "(the model-driven loop is not in this build: use kernelpro generate)",
-                               flags.task)));
+    return exit_for(make_error(ErrorCode::kInvalidInput,
+                               fmt::format("{}: a KernelBench problem has no seed to tune; name a model to optimize it "
+                                           "(--provider openai|anthropic|command|manual, or --config FILE)",
+                                           flags.task)));
+  if (flags.feedback != "tools")
+    return exit_for(make_error(ErrorCode::kInvalidInput,
+                               "--feedback is what the model sees; without a model (--provider) there is none to set"));
   auto task = task::load_native_task(flags.task);
   if (!task.ok()) return exit_for(task.error());
   driver::OptimizeOptions o;

@@ -69,6 +69,22 @@ Result<nlohmann::json> list_tools(const std::vector<fs::path>& rule_dirs) {
   return out;
 }
 
+std::string raw_metrics_text(const AnalyzePage& page) {
+  std::string out;
+  const auto& kernels = page.evidence.kernels;
+  for (size_t i = 0; i < std::min<size_t>(kernels.size(), 4); ++i) {
+    const auto& k = kernels[i];
+    out += fmt::format("kernel {}: {}\n", i, k.name.size() > 90 ? k.name.substr(0, 87) + "..." : k.name);
+    for (const auto& [metric, value] : k.values) {
+      auto unit = k.units.find(metric);
+      out += fmt::format("  {} = {:.6g}{}\n", metric, value,
+                         unit == k.units.end() || unit->second.empty() ? "" : " " + unit->second);
+    }
+  }
+  if (kernels.size() > 4) out += fmt::format("({} more kernels not shown)\n", kernels.size() - 4);
+  return out;
+}
+
 std::string measured_summary(const AnalyzePage& page) {
   const eval::EvalResult& r = page.profile.eval;
   const analysis::Evidence& e = page.evidence;

@@ -48,6 +48,10 @@ struct AnalyzePage {
 // bytes and the time they take at the DRAM roof. A few lines; empty when nothing was timed.
 std::string measured_summary(const AnalyzePage& page);
 
+// The raw counters of the profiled kernels (four at most), one "metric = value unit" per line,
+// with no tool's reading of them: the "raw-metrics" feedback of the search's ablation.
+std::string raw_metrics_text(const AnalyzePage& page);
+
 // Builds the registry (built-ins and rule files), profiles, runs the tools, ranks. Errors as
 // run_profile, plus kNotFound for an unknown tool name and kInvalidInput for a bad rule file.
 // A candidate that fails its evaluation gives a page with no findings (profile.eval says why).

@@ -50,6 +50,10 @@ struct GenerateOptions {
 struct Analysis {
   std::string feedback;                // the feedback operator's text
   std::vector<std::string> tools_run;  // the tools that made it
+  std::string bottleneck_class;        // the roofline class ("memory-bound", ...); empty if unknown
+  // The measured lines and the raw counter values, without the tools' findings: what the
+  // search's "raw-metrics" feedback ablation gives the model instead of `feedback`.
+  std::string raw_metrics;
 };
 
 struct GenerateHooks {

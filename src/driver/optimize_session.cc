@@ -20,7 +20,7 @@ using search::TunePoint;
 using search::TuneSpace;
 
 json OptimizeReport::to_json() const {
-  return {{"stopped", stopped},
+  json j = {{"stopped", stopped},
           {"evaluated", evaluated},
           {"nodes", nodes},
           {"seed_seconds", seed_seconds},
@@ -34,7 +34,13 @@ json OptimizeReport::to_json() const {
            {{"build", build_s},
             {"worker", worker_s},
             {"wall", wall_s},
-            {"search_and_store", wall_s - build_s - worker_s}}}};
+            {"llm", llm_s},
+            {"analyze", analyze_s},
+            {"search_and_store", wall_s - build_s - worker_s - llm_s - analyze_s}}}};
+  if (!best_direction.empty()) j["best_direction"] = best_direction;
+  if (duplicates > 0) j["duplicates"] = duplicates;
+  if (!pending.empty()) j["pending"] = pending;
+  return j;
 }
 
 namespace {
@@ -55,6 +61,8 @@ TunePoint parse_point(const std::string& text) {
   return p;
 }
 
+}  // namespace
+
 search::Measurement measurement_of(const eval::EvalResult& r) {
   search::Measurement m;
   m.ok = r.outcome == eval::Outcome::kOk;
@@ -63,9 +71,6 @@ search::Measurement measurement_of(const eval::EvalResult& r) {
   return m;
 }
 
-// Adds the run's lessons not yet shared to the memory store; the count shared so far is kept in
-// the run's meta, so a resumed run adds only its new ones. Another run holding the memory is
-// waited for a little; after that the lessons stay in the run and the next run shares them.
 Result<int> share_lessons(store::RunStore& run, const fs::path& memory) {
   KP_TRY(auto all, run.lessons_in_order());
   const size_t done = static_cast<size_t>(std::stoll(run.meta("lessons_shared").value_or("0")));
@@ -84,8 +89,6 @@ Result<int> share_lessons(store::RunStore& run, const fs::path& memory) {
   KP_TRY_STATUS(run.set_meta("lessons_shared", std::to_string(all.size())));
   return static_cast<int>(all.size() - done);
 }
-
-}  // namespace
 
 Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks& hooks, const OptimizeOptions& o) {
   const auto t0 = Clock::now();

@@ -16,6 +16,10 @@
 #include "search/strategy.h"
 #include "task/task.h"
 
+namespace kp::store {
+class RunStore;
+}
+
 namespace kp::driver {
 
 struct OptimizeOptions {
@@ -31,6 +35,13 @@ struct OptimizeOptions {
   // measured change leaves a lesson in the run's store, and the new ones are added here at the
   // end of the run.
   std::filesystem::path memory;
+  // The model loop only (driver/model_search.h): what the planner and coder see of a node's
+  // profile ("tools": the feedback operator's text; "raw-metrics": the measured lines and raw
+  // counters; "none": nothing), the GPU in words for the prompts, and how many lessons of
+  // earlier runs the planner gets.
+  std::string feedback = "tools";
+  std::string gpu;
+  int memory_lessons = 8;
 };
 
 struct OptimizeHooks {
@@ -49,8 +60,24 @@ struct OptimizeReport {
   std::filesystem::path best_source;
   double build_s = 0, worker_s = 0, wall_s = 0;  // this run's time: nvcc, the GPU worker, everything
   int lessons_shared = 0;                        // lessons added to the memory by this run
+  // The model loop: seconds in LLM calls and in profiling for the feedback, candidates the
+  // model wrote that were already evaluated (same files: measured once), the best node's
+  // direction, and for stopped == "pending" the manual prompt waiting for its answer.
+  double llm_s = 0, analyze_s = 0;
+  int duplicates = 0;
+  std::string best_direction;
+  std::string pending;
   nlohmann::json to_json() const;
 };
+
+// What the search sees of a verdict: passed or not, the median time, the energy when measured.
+search::Measurement measurement_of(const eval::EvalResult& result);
+
+// Adds the run's lessons not yet shared to the memory store at `memory` (the count already
+// shared is kept in the run's meta, so a resumed run adds only its new ones). Another run
+// holding the memory is waited for a little; after that the lessons stay in the run and the
+// next run shares them. Returns how many were added.
+Result<int> share_lessons(store::RunStore& run, const std::filesystem::path& memory);
 
 Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks& hooks, const OptimizeOptions& options);
 

@@ -197,6 +197,14 @@ Result<int64_t> RunStore::add_candidate(const std::string& cuda, const std::stri
   return q.int_at(0);
 }
 
+Result<std::pair<std::string, std::string>> RunStore::candidate(int64_t id) {
+  KP_TRY(Stmt q, db_.prepare("SELECT cuda, python FROM candidates WHERE id = ?"));
+  q.bind(1, id);
+  KP_TRY(bool row, q.step());
+  if (!row) return make_error(ErrorCode::kNotFound, fmt::format("the run store has no candidate {}", id));
+  return std::make_pair(q.text_at(0), q.text_at(1));
+}
+
 Result<int64_t> RunStore::add_node(const NodeRow& n) {
   KP_TRY(Stmt s,
          db_.prepare("INSERT INTO nodes (parent, kind, direction, candidate, measured, ok, seconds, joules, closed, "

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "store/sqlite.h"
@@ -78,6 +79,8 @@ class RunStore {
 
   // A candidate by the SHA-256 of its files; the same files give the same id.
   Result<int64_t> add_candidate(const std::string& cuda, const std::string& python);
+  // The files of a stored candidate (cuda, python); kNotFound for an unknown id.
+  Result<std::pair<std::string, std::string>> candidate(int64_t id);
   Result<int64_t> add_node(const NodeRow& node);  // node.id is assigned
   // The evaluation and the node's measurement (and its candidate, when the node had none yet),
   // committed together.

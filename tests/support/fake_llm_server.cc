@@ -23,6 +23,8 @@ FakeLlmServer::FakeLlmServer() : server_(std::make_unique<httplib::Server>()) {
       received_.push_back(std::move(got));
       if (next_ < queue_.size()) {
         r = queue_[next_++];
+      } else if (responder_) {
+        r = responder_(received_.back());
       } else {
         r.status = 500;
         r.body = R"({"error":{"message":"no canned response","type":"test"}})";
@@ -61,6 +63,11 @@ std::string FakeLlmServer::base_url() const { return "http://127.0.0.1:" + std::
 void FakeLlmServer::push(CannedResponse response) {
   std::lock_guard<std::mutex> lock(mu_);
   queue_.push_back(std::move(response));
+}
+
+void FakeLlmServer::respond_with(std::function<CannedResponse(const ReceivedRequest&)> responder) {
+  std::lock_guard<std::mutex> lock(mu_);
+  responder_ = std::move(responder);
 }
 
 std::vector<ReceivedRequest> FakeLlmServer::requests() const {

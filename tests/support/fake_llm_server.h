@@ -5,6 +5,7 @@
 // and parsers. Only the model is fake.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -48,6 +49,9 @@ class FakeLlmServer {
   std::string base_url() const;
   // Queues a response; requests take them in order. With none queued: 500 "no canned response".
   void push(CannedResponse response);
+  // Answers the requests left when the queue is empty (a model that replies by what it is
+  // asked: the planner, the coder, the debugger), in place of the 500.
+  void respond_with(std::function<CannedResponse(const ReceivedRequest&)> responder);
   std::vector<ReceivedRequest> requests() const;
 
  private:
@@ -56,6 +60,7 @@ class FakeLlmServer {
   int port_ = 0;
   mutable std::mutex mu_;
   std::vector<CannedResponse> queue_;
+  std::function<CannedResponse(const ReceivedRequest&)> responder_;
   size_t next_ = 0;
   std::vector<ReceivedRequest> received_;
 };

@@ -1,0 +1,52 @@
+// `kernelpro optimize` with a model: the closed loop (DESIGN.md sections 2 and 7).
+//
+//   root: the seed (a KernelBench problem without one: its reference as a candidate), evaluated
+//         and analyzed
+//   loop: the strategy (MCTS, greedy, beam) picks a node to expand ->
+//           passing node: the planner picks a direction from the node's feedback, this run's
+//           lessons, the lessons of earlier runs and what was tried from there -> the coder
+//           writes the child from the node's files
+//           failing node: the debugger fixes it (a repair child)
+//         -> evaluate (a candidate with the files of one already evaluated is measured once)
+//         -> analyze it when it passed -> the measurement backs up the tree, a lesson is kept
+//
+// Every candidate, verdict, feedback and lesson goes to RUN_DIR/store.db as it is made. Resuming
+// is replaying: the tree is rebuilt from the store, the strategy picks the same node again, so
+// the prompts are the same, and the LLM client's cache (or the manual provider's answers)
+// replies to them; a run resumed on another machine (a prompt rendered on a CPU machine,
+// evaluated on a GPU one) goes on from where the last stopped. The best candidate is written to
+// RUN_DIR/best.cu (and best.py) with best.json.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "agent/agents.h"
+#include "driver/generate_session.h"
+#include "driver/optimize_session.h"
+#include "llm/client.h"
+
+namespace kp::driver {
+
+struct ModelSearchHooks {
+  // Native: cu. KernelBench: py, and cu when the candidate has one. `root`: the seed, which for a
+  // KernelBench problem without one is its reference and may call only library code.
+  std::function<Result<eval::EvalResult>(const std::filesystem::path& cu, const std::filesystem::path& py, bool root)>
+      evaluate;  // required
+  // The feedback on a passing candidate; may be empty (no feedback, as with --feedback none).
+  std::function<Result<Analysis>(const std::filesystem::path& cu, const std::filesystem::path& py, bool root)> analyze;
+  std::function<std::string(const eval::EvalResult&)> record;  // the verdict as JSON, for the store
+  std::function<void(const std::string&)> progress;            // may be empty
+  std::function<bool()> interrupted;                           // Ctrl-C: stop after the step in flight
+  std::function<llm::Spend()> llm_spent;                       // the client's calls, tokens, cost
+  std::function<bool()> llm_budget_spent;                      // the client's budget is used up
+  const agent::CoderTools* tools = nullptr;                    // offered to the coder
+};
+
+// stopped: "budget", "exhausted", "interrupted", "no_gpu" (the step in flight needs a GPU to
+// evaluate), or "pending" (a manual prompt waits for its answer; report.pending says where).
+Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents& agents, const ModelSearchHooks& hooks,
+                                          const OptimizeOptions& options);
+
+}  // namespace kp::driver

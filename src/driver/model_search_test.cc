@@ -1,0 +1,284 @@
+// The model-driven optimize loop with the model behind a real loopback server (OpenAI wire
+// format) or the manual provider's files, and the evaluator's verdicts given by the hooks (a
+// GPU's outcomes cannot be produced on a CPU; the loop around them is what is under test).
+#include "driver/model_search.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "llm/provider.h"
+#include "store/run_store.h"
+#include "sys/temp_dir.h"
+#include "task/native_task_loader.h"
+#include "tests/support/fake_llm_server.h"
+#include "tests/support/paths.h"
+#include "util/strings.h"
+
+namespace kp::driver {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::openai_completion;
+
+std::string user_text(const std::string& body) { return json::parse(body)["messages"][1]["content"]; }
+
+std::string kernel(const std::string& marker) {
+  return "```cuda\n// " + marker + "\nKP_EXPORT int kp_run(kp_args* args) { return 0; }\n```";
+}
+
+// Verdicts by the marker in the candidate: the seed 1 ms, BROKEN wrong, FIXED 0.9 ms, FAST 0.5 ms,
+// FASTER 0.4 ms; the reference 2 ms.
+struct FakeGpu {
+  int evaluations = 0;
+  std::vector<std::string> analyzed;
+  bool present = true;
+  Result<eval::EvalResult> evaluate(const fs::path& cu) {
+    eval::EvalResult r;
+    if (!present) return r;  // not_run: built, no GPU to run it
+    ++evaluations;
+    const std::string text = read_file(cu.string()).value();
+    r.outcome = eval::Outcome::kOk;
+    r.reference_seconds = 2e-3;
+    r.worker_seconds = 1;
+    r.time.median = 1e-3;
+    if (text.find("BROKEN") != std::string::npos) {
+      r.outcome = eval::Outcome::kIncorrect;
+      r.reason = "output y: 512 of 67108864 elements off";
+    } else if (text.find("FASTER") != std::string::npos) {
+      r.time.median = 0.4e-3;
+    } else if (text.find("FAST") != std::string::npos) {
+      r.time.median = 0.5e-3;
+    } else if (text.find("FIXED") != std::string::npos) {
+      r.time.median = 0.9e-3;
+    }
+    r.speedup_vs_reference = r.reference_seconds / r.time.median;
+    return r;
+  }
+  Result<Analysis> analyze(const fs::path& cu) {
+    const std::string text = read_file(cu.string()).value();
+    std::smatch m;
+    const std::string marker = std::regex_search(text, m, std::regex("// ([A-Z]+)\n")) ? m[1].str() : "SEED";
+    analyzed.push_back(marker);
+    return Analysis{"MAIN BOTTLENECK: memory-bound, DRAM at 71% (" + marker + ")", {"roofline_headroom"}, "memory-bound",
+                    "RAW dram__throughput = 71 % (" + marker + ")"};
+  }
+  ModelSearchHooks hooks() {
+    ModelSearchHooks h;
+    h.evaluate = [this](const fs::path& cu, const fs::path&, bool) { return evaluate(cu); };
+    h.analyze = [this](const fs::path& cu, const fs::path&, bool) { return analyze(cu); };
+    return h;
+  }
+};
+
+struct Harness {
+  sys::TempDir dir = sys::TempDir::create("kp-msearch-").value();
+  agent::PromptLibrary prompts = agent::PromptLibrary::load((kp::testing::source_dir() / "prompts").string()).value();
+  task::Task task = task::load_native_task((kp::testing::examples_dir() / "gelu").string()).value();
+  OptimizeOptions options() {
+    OptimizeOptions o;
+    o.run_dir = dir.path() / "run";
+    o.gpu = "NVIDIA H200";
+    o.memory = dir.path() / "memory.db";
+    return o;
+  }
+};
+
+TEST(ModelSearch, PlansWritesRepairsLearnsAndMeasuresADuplicateOnce) {
+  Harness h;
+  testing::FakeLlmServer server;
+  int plans = 0;
+  server.respond_with([&](const testing::ReceivedRequest& req) -> testing::CannedResponse {
+    const std::string text = user_text(req.body);
+    if (text.find("Choose the next optimisation") != std::string::npos)
+      return {.body = openai_completion(fmt::format(
+                  R"({{"direction": "direction {}", "actions": ["vectorize_loads"], "why": "DRAM"}})", ++plans))};
+    if (text.find("failed: incorrect") != std::string::npos) return {.body = openai_completion(kernel("FIXED"))};
+    if (text.find("direction 1\n") != std::string::npos) return {.body = openai_completion(kernel("BROKEN"))};
+    if (text.find("direction 4\n") != std::string::npos) return {.body = openai_completion(kernel("FASTER"))};
+    return {.body = openai_completion(kernel("FAST"))};  // directions 2 and 3: the same files
+  });
+  auto transport = llm::make_curl_transport();
+  llm::HttpProviderOptions po;
+  po.base_url = server.base_url();
+  auto provider = llm::make_openai_provider(po, *transport);
+  llm::LlmClient client(*provider, {}, {[](double) {}, [] { return 0.5; }, nullptr});
+  agent::Agents agents(client, h.prompts, "m", {.tools = false});
+  FakeGpu gpu;
+  auto hooks = gpu.hooks();
+  hooks.llm_spent = [&] { return client.spent(); };
+  OptimizeOptions o = h.options();
+  o.strategy = "greedy";  // greedy repairs a failure at once: a fixed order of prompts
+  o.max_evaluations = 5;  // the seed, BROKEN, FIXED, FAST, FASTER; the duplicate costs none
+  auto report = run_model_optimize(h.task, agents, hooks, o);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_EQ(report->stopped, "budget");
+  EXPECT_EQ(report->evaluated, 5);
+  EXPECT_EQ(gpu.evaluations, 5);
+  EXPECT_EQ(report->duplicates, 1);
+  EXPECT_EQ(report->nodes, 6);
+  EXPECT_DOUBLE_EQ(report->best_seconds, 0.4e-3);
+  EXPECT_DOUBLE_EQ(report->seed_seconds, 1e-3);
+  EXPECT_DOUBLE_EQ(report->reference_seconds, 2e-3);
+  EXPECT_EQ(report->best_direction, "direction 4");
+  EXPECT_NE(read_file((o.run_dir / "best.cu").string()).value().find("FASTER"), std::string::npos);
+  const json best = json::parse(read_file((o.run_dir / "best.json").string()).value());
+  EXPECT_EQ(best["best_direction"], "direction 4");
+  EXPECT_EQ(best["llm"]["calls"], 9);  // 4 plans, 4 coders, 1 debugger
+  // Every passing candidate was analyzed once for the next prompt; failures are not profiled.
+  EXPECT_EQ(gpu.analyzed, (std::vector<std::string>{"SEED", "FIXED", "FAST", "FASTER"}));
+
+  std::vector<std::string> planner, coder, debugger;
+  for (const auto& r : server.requests()) {
+    const std::string t = user_text(r.body);
+    (t.find("Choose the next") != std::string::npos ? planner
+     : t.find("failed: incorrect") != std::string::npos ? debugger
+                                                          : coder)
+        .push_back(t);
+  }
+  ASSERT_EQ(planner.size(), 4u);
+  ASSERT_EQ(debugger.size(), 1u);
+  // The debugger gets the failed files and the failure.
+  EXPECT_NE(debugger[0].find("// BROKEN"), std::string::npos);
+  EXPECT_NE(debugger[0].find("512 of 67108864 elements off"), std::string::npos) << debugger[0];
+  // The planner of the second idea expands FIXED (the best then): its files, its feedback, how it
+  // was made, and the lessons so far.
+  EXPECT_NE(planner[1].find("// FIXED"), std::string::npos);
+  EXPECT_NE(planner[1].find("DRAM at 71% (FIXED)"), std::string::npos) << planner[1];
+  EXPECT_NE(planner[1].find("(how this candidate was made) repair the incorrect of: direction 1: ok, 0.9 ms"),
+            std::string::npos)
+      << planner[1];
+  EXPECT_NE(planner[1].find("direction 1: incorrect (memory-bound); output y: 512"), std::string::npos) << planner[1];
+  // The coder writes from the node it expands, with the planner's direction.
+  EXPECT_NE(coder[1].find("## What to change this time\ndirection 2"), std::string::npos) << coder[1];
+  EXPECT_NE(coder[1].find("// FIXED"), std::string::npos);
+
+  auto store = store::RunStore::open(o.run_dir / "store.db", store::RunStore::Access::kReader).value();
+  auto nodes = store.nodes().value();
+  std::vector<std::string> kinds;
+  for (const auto& n : nodes) kinds.push_back(n.kind);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"root", "idea", "repair", "idea", "idea", "idea"}));
+  EXPECT_EQ(nodes[3].candidate, nodes[4].candidate) << "the duplicate has the files of FAST";
+  EXPECT_EQ(store.lessons_in_order().value().size(), 5u);
+  EXPECT_EQ(report->lessons_shared, 5);
+  auto memory = store::RunStore::open(o.memory, store::RunStore::Access::kReader).value();
+  EXPECT_EQ(memory.lessons("memory-bound", "", 10).value().size(), 5u);
+
+  // A second run of the same task reads those lessons of the first in its planner's prompt.
+  Harness h2;
+  OptimizeOptions o2 = h2.options();
+  o2.memory = o.memory;
+  o2.strategy = "greedy";
+  o2.max_evaluations = 2;
+  plans = 0;
+  auto second = run_model_optimize(h2.task, agents, hooks, o2);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  const std::string last_planner = user_text(server.requests()[server.requests().size() - 2].body);
+  EXPECT_NE(last_planner.find("From earlier runs:\n- [gelu] direction 2: ok, 0.56x the time of its parent (memory-bound); 0.9 ms -> 0.5 ms\n"),
+            std::string::npos)
+      << last_planner;
+}
+
+TEST(ModelSearch, TheFeedbackSwitchChangesWhatThePlannerSees) {
+  for (const std::string mode : {"raw-metrics", "none"}) {
+    Harness h;
+    testing::FakeLlmServer server;
+    server.respond_with([&](const testing::ReceivedRequest& req) -> testing::CannedResponse {
+      if (user_text(req.body).find("Choose the next") != std::string::npos)
+        return {.body = openai_completion(R"({"direction": "d", "why": "w"})")};
+      return {.body = openai_completion(kernel("FAST"))};
+    });
+    auto transport = llm::make_curl_transport();
+    llm::HttpProviderOptions po;
+    po.base_url = server.base_url();
+    auto provider = llm::make_openai_provider(po, *transport);
+    llm::LlmClient client(*provider, {}, {[](double) {}, [] { return 0.5; }, nullptr});
+    agent::Agents agents(client, h.prompts, "m", {.tools = false});
+    FakeGpu gpu;
+    OptimizeOptions o = h.options();
+    o.feedback = mode;
+    o.max_evaluations = 2;
+    auto report = run_model_optimize(h.task, agents, gpu.hooks(), o);
+    ASSERT_TRUE(report.ok()) << report.error().message;
+    const std::string planner = user_text(server.requests()[0].body);
+    EXPECT_EQ(planner.find("MAIN BOTTLENECK"), std::string::npos) << mode;
+    EXPECT_EQ(planner.find("RAW dram__throughput = 71 % (SEED)") != std::string::npos, mode == "raw-metrics")
+        << mode << "\n"
+        << planner;
+    EXPECT_EQ(gpu.analyzed.empty(), mode == "none") << "no feedback: nothing is profiled for it";
+  }
+  Harness h;
+  auto provider = llm::make_manual_provider({(h.dir.path() / "manual").string(), ""});
+  llm::LlmClient client(*provider, {});
+  agent::Agents agents(client, h.prompts, "m", {.tools = false});
+  FakeGpu gpu;
+  OptimizeOptions o = h.options();
+  o.feedback = "all";
+  auto bad = run_model_optimize(h.task, agents, gpu.hooks(), o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "--feedback all: expected tools, raw-metrics or none");
+}
+
+// The person as the model: each prompt stops the run (pending) until its answer file is written;
+// a step that needs a GPU on a machine without one stops too (no_gpu); each resume replays the
+// store and goes on, evaluating nothing twice.
+TEST(ModelSearch, AManualModelStopsAtEachPromptAndTheRunResumesAcrossMachines) {
+  Harness h;
+  const fs::path manual = h.dir.path() / "manual";
+  auto provider = llm::make_manual_provider({manual.string(), "kernelpro optimize ... --resume"});
+  FakeGpu gpu;
+  OptimizeOptions o = h.options();
+  o.max_evaluations = 3;
+  auto answer_the_prompt = [&](const std::string& reply) {
+    for (const auto& e : fs::directory_iterator(manual)) {
+      const std::string name = e.path().filename().string();
+      if (!name.ends_with(".prompt.md")) continue;
+      const fs::path answer = manual / (name.substr(0, name.size() - 10) + ".answer.md");
+      if (fs::exists(answer)) continue;
+      ASSERT_TRUE(write_file(answer.string(), reply).ok());
+      return;
+    }
+    FAIL() << "no prompt waits for an answer";
+  };
+  auto run = [&]() {
+    llm::LlmClient client(*provider, {});
+    agent::Agents agents(client, h.prompts, "m", {.tools = false});
+    return run_model_optimize(h.task, agents, gpu.hooks(), o);
+  };
+  auto first = run();
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_EQ(first->stopped, "pending");
+  EXPECT_NE(first->pending.find("waiting for a manual answer: the prompt is in " + manual.string()), std::string::npos)
+      << first->pending;
+  EXPECT_EQ(gpu.evaluations, 1);  // the seed
+  answer_the_prompt(R"({"direction": "float4 loads", "why": "DRAM"})");
+  o.resume = true;
+  auto second = run();
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  EXPECT_EQ(second->stopped, "pending") << "now the coder's prompt";
+  answer_the_prompt(kernel("FAST"));
+  gpu.present = false;  // answered on a laptop: the candidate is written, its evaluation waits
+  auto third = run();
+  ASSERT_TRUE(third.ok()) << third.error().message;
+  EXPECT_EQ(third->stopped, "no_gpu");
+  EXPECT_EQ(gpu.evaluations, 1);
+  gpu.present = true;  // and resumed on the GPU machine
+  auto fourth = run();
+  ASSERT_TRUE(fourth.ok()) << fourth.error().message;
+  EXPECT_EQ(fourth->stopped, "pending") << "the next planner prompt";
+  EXPECT_EQ(gpu.evaluations, 2) << "the seed once, the candidate once";
+  EXPECT_EQ(fourth->nodes, 2);
+  EXPECT_DOUBLE_EQ(fourth->best_seconds, 0.5e-3);
+  EXPECT_NE(read_file((o.run_dir / "best.cu").string()).value().find("FAST"), std::string::npos);
+  // Without --resume, a run directory in use is refused.
+  o.resume = false;
+  auto refused = run();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("add --resume"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kp::driver
