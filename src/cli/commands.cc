@@ -834,7 +834,7 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
     return kExitPending;
   }
   if (r.stopped == "no_gpu") {
-    if (!common.json)
+    if (!common.json && r.nodes > 0)
       std::cout << fmt::format("No GPU here: the next candidate is written and built; its evaluation needs a GPU. "
                                "Continue with: {}\n",
                                hint);
