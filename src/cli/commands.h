@@ -104,6 +104,7 @@ struct OptimizeFlags {
   std::string objective = "time"; // --objective: time, energy, edp, energy-at-matched-time
   std::string memory;             // --memory: the lessons database (default <data dir>/memory.db)
   EvalFlags eval;                 // --seed, --timeout, --python
+  int build_ahead = 2;            // --build-ahead: tuner points compiled while the GPU evaluates
   // With a model (--provider or --config): the closed loop (driver/model_search.h).
   std::string config, provider, model, base_url, prompts;  // as generate's
   bool no_tools = false;                                   // --no-tools

@@ -137,6 +137,7 @@ int main(int argc, char** argv) {
     optimize->add_option("--memory", optimize_flags.memory, "the lessons database shared by runs (default $XDG_DATA_HOME/kernelpro/memory.db)");
     optimize->add_option("--seed", optimize_flags.eval.seed, "input seed (default: private, random)");
     optimize->add_option("--timeout", optimize_flags.eval.timeout_s, "seconds before a hanging run is killed")->check(CLI::PositiveNumber);
+    optimize->add_option("--build-ahead", optimize_flags.build_ahead, "tuner: points compiled while the GPU evaluates another (default 2, 0: none)")->check(CLI::NonNegativeNumber);
     optimize->add_option("--config", optimize_flags.config, "TOML file with an [llm] table: the model writes the candidates");
     optimize->add_option("--provider", optimize_flags.provider, "openai, anthropic, command or manual: the model writes the candidates");
     optimize->add_option("--model", optimize_flags.model, "the model's name at the provider");

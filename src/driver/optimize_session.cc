@@ -1,6 +1,7 @@
 #include "driver/optimize_session.h"
 
 #include <chrono>
+#include <future>
 #include <map>
 #include <optional>
 #include <set>
@@ -34,11 +35,13 @@ json OptimizeReport::to_json() const {
            {{"build", build_s},
             {"worker", worker_s},
             {"wall", wall_s},
+            {"ahead", ahead_s},
             {"llm", llm_s},
             {"analyze", analyze_s},
             {"search_and_store", wall_s - build_s - worker_s - llm_s - analyze_s}}}};
   if (!best_direction.empty()) j["best_direction"] = best_direction;
   if (duplicates > 0) j["duplicates"] = duplicates;
+  if (built_ahead > 0) j["built_ahead"] = built_ahead;
   if (!pending.empty()) j["pending"] = pending;
   return j;
 }
@@ -207,6 +210,44 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
   KP_TRY(auto strategy, search::make_strategy(o.strategy, o.search));
   std::optional<Error> failure;
   std::optional<std::pair<int64_t, TunePoint>> pending;
+
+  // Compiling ahead: before `now` is evaluated, the points likely to come next are written and
+  // handed to a thread that compiles them. The thread is joined before the next evaluation, so
+  // nvcc never builds one source twice at once.
+  std::future<std::pair<int, double>> ahead;
+  std::set<std::string> queued;
+  auto join_ahead = [&]() {
+    if (!ahead.valid()) return;
+    const auto [built, seconds] = ahead.get();
+    report.built_ahead += built;
+    report.ahead_s += seconds;
+  };
+  auto build_ahead = [&](const TunePoint& parent, const TunePoint& now) -> Status {
+    join_ahead();
+    if (!hooks.prebuild || o.build_ahead <= 0) return ok_status();
+    std::vector<fs::path> files;
+    auto consider = [&](const std::vector<TunePoint>& points) -> Status {
+      for (const TunePoint& p : points) {
+        if (static_cast<int>(files.size()) >= o.build_ahead) break;
+        const std::string text = TuneSpace::describe(p);
+        if (tried.count(text) || !queued.insert(text).second) continue;
+        const std::string source = TuneSpace::apply(seed_source, p);
+        KP_TRY(int64_t cand, store.add_candidate(source, ""));
+        files.push_back(o.run_dir / "candidates" / fmt::format("{}.cu", cand));
+        KP_TRY_STATUS(write_file(files.back().string(), source));
+      }
+      return ok_status();
+    };
+    KP_TRY_STATUS(consider(space.neighbours(parent)));
+    KP_TRY_STATUS(consider(space.neighbours(now)));
+    if (files.empty()) return ok_status();
+    ahead = std::async(std::launch::async, [files, &hooks]() {
+      const auto ta = Clock::now();
+      for (const auto& f : files) hooks.prebuild(f);
+      return std::make_pair(static_cast<int>(files.size()), std::chrono::duration<double>(Clock::now() - ta).count());
+    });
+    return ok_status();
+  };
   auto expand = [&](const search::Tree& t,
                     const search::Expansion& e) -> std::optional<std::pair<search::Direction, search::Measurement>> {
     for (const TunePoint& n : space.neighbours(point[static_cast<size_t>(e.parent)])) {
@@ -219,6 +260,10 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
         return std::nullopt;
       }
       say(fmt::format("evaluating {} | {}", text, status(t)));
+      if (Status s = build_ahead(point[static_cast<size_t>(e.parent)], n); !s) {
+        failure = s.error();
+        return std::nullopt;
+      }
       auto r = evaluate_point(n, false, *node);
       if (!r) {
         failure = r.error();
@@ -273,6 +318,7 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
       failure = s.error();
   };
   search::run_search(*strategy, tree, expand, o.max_evaluations, o.search, loop);
+  join_ahead();
   if (failure) return *failure;
   report.stopped = *over_budget() ? over_budget() : "exhausted";
 

@@ -35,6 +35,10 @@ struct OptimizeOptions {
   // measured change leaves a lesson in the run's store, and the new ones are added here at the
   // end of the run.
   std::filesystem::path memory;
+  // The offline tuner: points compiled ahead, on a thread of their own, while the GPU evaluates
+  // the current one (the next untried neighbours of the node expanded, then of the point being
+  // evaluated), so that their evaluations find them in the build cache. 0: none.
+  int build_ahead = 2;
   // The model loop only (driver/model_search.h): what the planner and coder see of a node's
   // profile ("tools": the feedback operator's text; "raw-metrics": the measured lines and raw
   // counters; "none": nothing), the GPU in words for the prompts, and how many lessons of
@@ -49,6 +53,9 @@ struct OptimizeHooks {
   std::function<void(const std::string&)> progress;                                   // may be empty
   std::function<bool()> interrupted;                           // Ctrl-C: stop after the evaluation in flight
   std::function<std::string(const eval::EvalResult&)> record;  // the verdict as JSON, for the store
+  // Compiles a candidate into the build cache (OptimizeOptions::build_ahead); called on another
+  // thread than the rest, one call at a time. May be empty.
+  std::function<void(const std::filesystem::path& cu)> prebuild;
 };
 
 struct OptimizeReport {
@@ -59,6 +66,8 @@ struct OptimizeReport {
   std::string best_point;  // "BLOCK=512"
   std::filesystem::path best_source;
   double build_s = 0, worker_s = 0, wall_s = 0;  // this run's time: nvcc, the GPU worker, everything
+  double ahead_s = 0;  // nvcc's time compiling ahead, overlapped with the evaluations (not in wall_s's split)
+  int built_ahead = 0;
   int lessons_shared = 0;                        // lessons added to the memory by this run
   // The model loop: seconds in LLM calls and in profiling for the feedback, candidates the
   // model wrote that were already evaluated (same files: measured once), the best node's

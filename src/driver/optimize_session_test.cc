@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -61,10 +63,12 @@ class OptimizeSession : public ::testing::Test {
   Result<OptimizeReport> run(FakeGpu& gpu) {
     OptimizeHooks h;
     h.evaluate = [&](const fs::path& cu) { return gpu(cu); };
+    if (prebuilt_) h.prebuild = [&](const fs::path& cu) { prebuilt_->push_back(read_file(cu.string()).value()); };
     h.progress = [&](const std::string& line) { progress_.push_back(line); };
     return run_optimize(task_, h, o_);
   }
   std::vector<std::string> progress_;
+  std::optional<std::vector<std::string>> prebuilt_;  // sources handed to the prebuild hook
   task::Task task_;
   std::unique_ptr<sys::TempDir> dir_;
   OptimizeOptions o_;
@@ -162,6 +166,35 @@ TEST_F(OptimizeSession, SaysWhatIsMissing) {
   auto no_seed = run(gpu);
   ASSERT_FALSE(no_seed.ok());
   EXPECT_NE(no_seed.error().message.find("configure a model (--provider)"), std::string::npos);
+}
+
+// Compiling ahead: the points handed to the prebuild hook are ones the search then evaluates,
+// each handed over once, and never the one being evaluated at that moment.
+TEST_F(OptimizeSession, CompilesThePointsAheadThatItThenEvaluates) {
+  FakeGpu gpu;
+  prebuilt_.emplace();
+  o_.max_evaluations = 20;
+  auto report = run(gpu);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  ASSERT_FALSE(prebuilt_->empty());
+  EXPECT_EQ(report->built_ahead, static_cast<int>(prebuilt_->size()));
+  std::set<std::string> seen;
+  int evaluated_later = 0;
+  for (const auto& src : *prebuilt_) {
+    EXPECT_TRUE(seen.insert(src).second) << "a point compiled ahead twice";
+    auto params = build::parse_tune_params(src).value();
+    const std::string point = fmt::format("BLOCK_X={} BLOCK_Y={}", params[0].values.front(), params[1].values.front());
+    evaluated_later += gpu.evaluations.count(point) ? 1 : 0;
+  }
+  EXPECT_GE(evaluated_later * 2, static_cast<int>(prebuilt_->size())) << "most points compiled ahead are evaluated";
+  o_.build_ahead = 0;
+  prebuilt_.emplace();
+  o_.run_dir = dir_->path() / "run-without";
+  FakeGpu again;
+  auto without = run(again);
+  ASSERT_TRUE(without.ok());
+  EXPECT_TRUE(prebuilt_->empty());
+  EXPECT_EQ(without->best_point, report->best_point) << "compiling ahead changes no verdict";
 }
 
 }  // namespace
