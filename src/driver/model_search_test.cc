@@ -222,6 +222,36 @@ TEST(ModelSearch, TheFeedbackSwitchChangesWhatThePlannerSees) {
   EXPECT_EQ(bad.error().message, "--feedback all: expected tools, raw-metrics or none");
 }
 
+// The LLM budget stops the run cleanly, resumable, even between the planner and the coder.
+TEST(ModelSearch, TheLlmBudgetStopsTheRunWhereItIs) {
+  Harness h;
+  testing::FakeLlmServer server;
+  server.respond_with([&](const testing::ReceivedRequest& req) -> testing::CannedResponse {
+    if (user_text(req.body).find("Choose the next") != std::string::npos)
+      return {.body = openai_completion(R"({"direction": "d", "why": "w"})")};
+    return {.body = openai_completion(kernel("FAST"))};
+  });
+  auto transport = llm::make_curl_transport();
+  llm::HttpProviderOptions po;
+  po.base_url = server.base_url();
+  auto provider = llm::make_openai_provider(po, *transport);
+  llm::ClientOptions copts;
+  copts.budget.max_calls = 3;  // a planner and a coder, then one more planner
+  llm::LlmClient client(*provider, copts, {[](double) {}, [] { return 0.5; }, nullptr});
+  agent::Agents agents(client, h.prompts, "m", {.tools = false});
+  FakeGpu gpu;
+  auto hooks = gpu.hooks();
+  hooks.llm_budget_spent = [&] { return client.budget_exhausted(); };
+  OptimizeOptions o = h.options();
+  o.max_evaluations = 10;
+  auto report = run_model_optimize(h.task, agents, hooks, o);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_EQ(report->stopped, "budget");
+  EXPECT_EQ(server.requests().size(), 3u);
+  EXPECT_EQ(gpu.evaluations, 2) << "the seed and the one candidate the model finished";
+  EXPECT_TRUE(fs::exists(o.run_dir / "best.cu"));
+}
+
 // The person as the model: each prompt stops the run (pending) until its answer file is written;
 // a step that needs a GPU on a machine without one stops too (no_gpu); each resume replays the
 // store and goes on, evaluating nothing twice.
