@@ -484,6 +484,7 @@ struct ModelSetup {
   std::optional<agent::PromptLibrary> prompts;
   agent::AgentOptions options;
   std::unique_ptr<agent::Agents> agents;
+  std::string resume_hint;  // the command that continues the run, with the model's flags
 };
 
 struct ModelFlags {
@@ -528,6 +529,7 @@ Result<std::unique_ptr<ModelSetup>> model_setup(const ModelFlags& flags, const f
   ctx.resume_hint = resume_hint + (flags.config.empty() ? " --provider " + config.provider : " --config " + flags.config);
   if (!flags.model.empty()) ctx.resume_hint += " --model " + flags.model;
   if (!flags.base_url.empty()) ctx.resume_hint += " --base-url " + flags.base_url;
+  m->resume_hint = ctx.resume_hint;
   Error perr;
   m->provider = llm::make_provider(config, ctx, &perr);
   if (!m->provider) return perr;
@@ -736,6 +738,7 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   if (kernelbench && !task->seed_path)
     if (Status s = reference_as_seed(*task, o.run_dir); !s.ok()) return exit_for(s.error());
   llm::LlmClient& client = *(*setup)->client;
+  hint = (*setup)->resume_hint;
 
   auto scratch = make_scratch("kernelpro-optimize-", common.keep_scratch);
   if (!scratch.ok()) return exit_for(scratch.error());
