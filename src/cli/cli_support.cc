@@ -1,5 +1,7 @@
 #include "cli/cli_support.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -110,6 +112,33 @@ eval::EvalOptions eval_options(const EvalFlags& flags, int default_trials, doubl
   e.seed = flags.seed;
   if (flags.no_energy) e.energy_window_s = 0;
   return e;
+}
+
+eval::EvaluatorOptions loop_evaluator_options(const CommonFlags& common, const EvalFlags& eval, bool kernelbench,
+                                              const fs::path& scratch) {
+  eval::EvaluatorOptions eo;
+  eo.build = build_options(common);
+  eo.eval = eval_options(eval, kernelbench ? 5 : 3, kernelbench ? 600 : 120);
+  if (kernelbench) {
+    eo.worker = python_worker_options(resolve_python(eval.python), scratch);
+  } else {
+    eo.worker.worker_path = common.worker.empty() ? self_dir() / "kp-worker" : fs::path(common.worker);
+    eo.worker.scratch_dir = scratch;
+  }
+  return eo;
+}
+
+std::function<void(const std::string&)> progress_printer(const CommonFlags& common, bool* live) {
+  const bool tty = isatty(STDERR_FILENO) != 0 && !common.json;
+  if (live) *live = tty;
+  const bool json = common.json;
+  return [tty, json](const std::string& line) {
+    if (json) return;
+    if (tty)
+      std::fprintf(stderr, "\r\033[2Kkernelpro: %s", line.c_str());
+    else
+      std::fprintf(stderr, "kernelpro: %s\n", line.c_str());
+  };
 }
 
 // Prints the verdict (JSON or text, with `not_run_note` after a not-run text verdict) and

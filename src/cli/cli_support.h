@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "build/builder.h"
@@ -46,6 +47,14 @@ eval::WorkerOptions python_worker_options(const std::string& python, const std::
 std::string shell_quote(const std::string& word);
 // The options both kinds of evaluation take from the flags; trials and timeout by task kind.
 eval::EvalOptions eval_options(const EvalFlags& flags, int default_trials, double default_timeout_s);
+// The evaluator of a loop that evaluates many candidates (generate, optimize): build options from
+// the common flags, 3 trials and a 120 s watchdog for a native task, 5 and 600 s with the Python
+// worker for a KernelBench problem, workers in `scratch`.
+eval::EvaluatorOptions loop_evaluator_options(const CommonFlags& common, const EvalFlags& eval, bool kernelbench,
+                                              const std::filesystem::path& scratch);
+// Progress lines on stderr: on a terminal each overwrites the live line, in a log each is its
+// own line; nothing with --json. `live` says whether the line is live (end it with a newline).
+std::function<void(const std::string&)> progress_printer(const CommonFlags& common, bool* live = nullptr);
 // Prints the verdict (JSON or text, with `not_run_note` after a not-run text verdict) and
 // returns the exit code.
 int print_verdict(const task::Task& task, const eval::EvalResult& result, bool json, const std::string& not_run_note);

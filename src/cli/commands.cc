@@ -583,6 +583,24 @@ std::optional<std::string> gpu_words(eval::Evaluator& evaluator) {
                      dev->memory_bytes / 1073741824.0);
 }
 
+// The coder's compile_check: a draft built by `drafts` into RUN_DIR/drafts/draft-N.cu, answered
+// with the compile errors or ptxas' report. `drafts` must outlive the tools.
+agent::CoderTools draft_tools(build::Builder& drafts, const fs::path& run_dir, const task::Task& task) {
+  agent::CoderTools tools;
+  auto count = std::make_shared<int>(0);
+  tools.compile_check = [&drafts, run_dir, libs = task.candidate_libraries, count](const std::string& source) {
+    const fs::path draft = run_dir / "drafts" / fmt::format("draft-{}.cu", ++*count);
+    std::error_code ec;
+    fs::create_directories(draft.parent_path(), ec);
+    if (!write_file(draft.string(), source).ok()) return std::string("could not write the draft");
+    auto r = drafts.build(build::BuildRequest{draft, libs, {}});
+    if (!r.ok()) return "not built: " + r.error().message;
+    if (!r->ok) return "compile errors:\n" + r->log;
+    return fmt::format("compiled. ptxas: {}", r->log.empty() ? "(no report)" : r->log);
+  };
+  return tools;
+}
+
 }  // namespace
 
 int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
@@ -611,28 +629,10 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
 
   auto scratch = make_scratch("kernelpro-generate-", common.keep_scratch);
   if (!scratch.ok()) return exit_for(scratch.error());
-  eval::EvaluatorOptions eo;
-  eo.build = build_options(common);
-  eo.eval = eval_options(flags.eval, kernelbench ? 5 : 3, kernelbench ? 600 : 120);
-  if (kernelbench) {
-    eo.worker = python_worker_options(resolve_python(flags.eval.python), scratch->path());
-  } else {
-    eo.worker.worker_path = common.worker.empty() ? self_dir() / "kp-worker" : fs::path(common.worker);
-    eo.worker.scratch_dir = scratch->path();
-  }
+  const eval::EvaluatorOptions eo = loop_evaluator_options(common, flags.eval, kernelbench, scratch->path());
   eval::Evaluator evaluator(eo);
   build::Builder drafts(build_options(common));
-  int draft_count = 0;
-  agent::CoderTools tools;
-  tools.compile_check = [&](const std::string& source) -> std::string {
-    const fs::path draft = run_dir / "drafts" / fmt::format("draft-{}.cu", ++draft_count);
-    fs::create_directories(draft.parent_path(), ec);
-    if (!write_file(draft.string(), source).ok()) return "could not write the draft";
-    auto r = drafts.build(build::BuildRequest{draft, task->candidate_libraries, {}});
-    if (!r.ok()) return "not built: " + r.error().message;
-    if (!r->ok) return "compile errors:\n" + r->log;
-    return fmt::format("compiled. ptxas: {}", r->log.empty() ? "(no report)" : r->log);
-  };
+  const agent::CoderTools tools = draft_tools(drafts, run_dir, *task);
 
   driver::GenerateHooks hooks;
   hooks.evaluate = [&](const fs::path& cu, const fs::path& py) -> Result<eval::EvalResult> {
@@ -713,20 +713,9 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   const bool kernelbench = is_kernelbench_path(flags.task);
   auto task = kernelbench ? task::load_kernelbench_problem(flags.task) : task::load_native_task(flags.task);
   if (!task.ok()) return exit_for(task.error());
-  driver::OptimizeOptions o;
-  o.run_dir = flags.run_dir.empty() ? fs::path("runs") / (fs::path(task->name).stem().string() + "-optimize")
-                                    : fs::path(flags.run_dir);
-  o.resume = flags.resume;
-  o.strategy = flags.search;
-  o.max_evaluations = flags.budget;
-  o.max_wall_s = flags.minutes * 60;
-  o.max_gpu_s = flags.gpu_seconds;
-  o.feedback = flags.feedback;
-  o.memory = flags.memory.empty() ? data_dir() / "memory.db" : fs::path(flags.memory);
-  auto objective = search::objective_from_string(flags.objective);
-  if (!objective.ok()) return exit_for(objective.error());
-  o.reward.objective = *objective;
-  if (auto s = search::make_strategy(flags.search); !s.ok()) return exit_for(s.error());
+  auto opts = optimize_options(flags, task->name);
+  if (!opts.ok()) return exit_for(opts.error());
+  driver::OptimizeOptions o = *opts;
   std::error_code ec;
   fs::create_directories(o.run_dir, ec);
   std::string hint = fmt::format("kernelpro optimize {} --run-dir {} --resume --budget {} --search {} --feedback {}",
@@ -742,34 +731,17 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
 
   auto scratch = make_scratch("kernelpro-optimize-", common.keep_scratch);
   if (!scratch.ok()) return exit_for(scratch.error());
-  eval::EvaluatorOptions eo;
-  eo.build = build_options(common);
-  eo.eval = eval_options(flags.eval, kernelbench ? 5 : 3, kernelbench ? 600 : 120);
-  if (kernelbench) {
-    eo.worker = python_worker_options(resolve_python(flags.eval.python), scratch->path());
-  } else {
-    eo.worker.worker_path = common.worker.empty() ? self_dir() / "kp-worker" : fs::path(common.worker);
-    eo.worker.scratch_dir = scratch->path();
-  }
+  const eval::EvaluatorOptions eo = loop_evaluator_options(common, flags.eval, kernelbench, scratch->path());
   eval::Evaluator evaluator(eo);
   // The seed of a KernelBench problem is its reference, which calls only library code: it is
   // timed by an evaluator that allows that, made only when it is needed.
   std::unique_ptr<eval::Evaluator> root_evaluator;
   build::Builder drafts(build_options(common));
-  int draft_count = 0;
-  agent::CoderTools tools;
-  tools.compile_check = [&](const std::string& source) -> std::string {
-    const fs::path draft = o.run_dir / "drafts" / fmt::format("draft-{}.cu", ++draft_count);
-    fs::create_directories(draft.parent_path(), ec);
-    if (!write_file(draft.string(), source).ok()) return "could not write the draft";
-    auto r = drafts.build(build::BuildRequest{draft, task->candidate_libraries, {}});
-    if (!r.ok()) return "not built: " + r.error().message;
-    if (!r->ok) return "compile errors:\n" + r->log;
-    return fmt::format("compiled. ptxas: {}", r->log.empty() ? "(no report)" : r->log);
-  };
+  const agent::CoderTools tools = draft_tools(drafts, o.run_dir, *task);
 
-  const bool tty = isatty(STDERR_FILENO) != 0 && !common.json;
+  bool tty = false;
   driver::ModelSearchHooks hooks;
+  hooks.progress = progress_printer(common, &tty);
   hooks.evaluate = [&](const fs::path& cu, const fs::path& py, bool root) -> Result<eval::EvalResult> {
     if (!kernelbench) return evaluator.evaluate(*task, cu);
     if (!root) return evaluator.evaluate(*task, py, cu);
@@ -789,13 +761,7 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   hooks.llm_spent = [&] { return client.spent(); };
   hooks.llm_budget_spent = [&] { return client.budget_exhausted(); };
   if ((*setup)->options.tools) hooks.tools = &tools;
-  hooks.progress = [&](const std::string& line) {
-    if (common.json) return;
-    if (tty)
-      std::fprintf(stderr, "\r\033[2Kkernelpro: %s", line.c_str());
-    else
-      std::fprintf(stderr, "kernelpro: %s\n", line.c_str());
-  };
+
   if (auto words = gpu_words(evaluator)) {
     o.gpu = *words;
   } else {

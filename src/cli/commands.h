@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "eval/eval_options.h"
+#include "util/result.h"
 
 namespace kp::cli {
 
@@ -114,6 +115,14 @@ struct OptimizeFlags {
   double max_cost = 0;             // --max-cost: US dollars
 };
 int run_optimize(const OptimizeFlags& flags, const CommonFlags& common);
+}  // namespace kp::cli
+namespace kp::driver {
+struct OptimizeOptions;
+}
+namespace kp::cli {
+// The search's options from the flags (both kinds of optimize): run directory (default
+// runs/<task stem>-optimize), budgets, strategy, objective, memory. An error names a bad value.
+Result<driver::OptimizeOptions> optimize_options(const OptimizeFlags& flags, const std::string& task_name);
 // The model-driven loop (cli/commands.cc), which run_optimize calls when a model is configured.
 int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common);
 

@@ -29,6 +29,24 @@ extern "C" void on_sigint(int) { g_interrupted.store(true); }
 
 }  // namespace
 
+Result<driver::OptimizeOptions> optimize_options(const OptimizeFlags& flags, const std::string& task_name) {
+  driver::OptimizeOptions o;
+  o.run_dir = flags.run_dir.empty() ? fs::path("runs") / (fs::path(task_name).stem().string() + "-optimize")
+                                    : fs::path(flags.run_dir);
+  o.resume = flags.resume;
+  o.strategy = flags.search;
+  o.max_evaluations = flags.budget;
+  o.max_wall_s = flags.minutes * 60;
+  o.max_gpu_s = flags.gpu_seconds;
+  o.build_ahead = flags.build_ahead;
+  o.feedback = flags.feedback;
+  o.memory = flags.memory.empty() ? data_dir() / "memory.db" : fs::path(flags.memory);
+  KP_TRY(o.reward.objective, search::objective_from_string(flags.objective));
+  KP_TRY(auto strategy, search::make_strategy(flags.search));
+  (void)strategy;
+  return o;
+}
+
 int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   if (!flags.provider.empty() || !flags.config.empty()) return run_model_optimize(flags, common);
   if (is_kernelbench_path(flags.task))
@@ -41,45 +59,24 @@ int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
                                "--feedback is what the model sees; without a model (--provider) there is none to set"));
   auto task = task::load_native_task(flags.task);
   if (!task.ok()) return exit_for(task.error());
-  driver::OptimizeOptions o;
-  o.run_dir = flags.run_dir.empty() ? fs::path("runs") / (task->name + "-optimize") : fs::path(flags.run_dir);
-  o.resume = flags.resume;
-  o.strategy = flags.search;
-  o.max_evaluations = flags.budget;
-  o.max_wall_s = flags.minutes * 60;
-  o.max_gpu_s = flags.gpu_seconds;
-  o.memory = flags.memory.empty() ? data_dir() / "memory.db" : fs::path(flags.memory);
-  auto objective = search::objective_from_string(flags.objective);
-  if (!objective.ok()) return exit_for(objective.error());
-  o.reward.objective = *objective;
-  if (auto s = search::make_strategy(flags.search); !s.ok()) return exit_for(s.error());
+  auto opts = optimize_options(flags, task->name);
+  if (!opts.ok()) return exit_for(opts.error());
+  driver::OptimizeOptions o = *opts;
 
   auto scratch = make_scratch("kernelpro-optimize-", common.keep_scratch);
   if (!scratch.ok()) return exit_for(scratch.error());
-  eval::EvaluatorOptions eo;
-  eo.build = build_options(common);
-  eo.eval = eval_options(flags.eval, 3, 120);
-  eo.worker.worker_path = common.worker.empty() ? self_dir() / "kp-worker" : fs::path(common.worker);
-  eo.worker.scratch_dir = scratch->path();
-  eval::Evaluator evaluator(eo);
+  eval::Evaluator evaluator(loop_evaluator_options(common, flags.eval, false, scratch->path()));
 
-  const bool tty = isatty(STDERR_FILENO) != 0 && !common.json;
+  bool tty = false;
   driver::OptimizeHooks hooks;
+  hooks.progress = progress_printer(common, &tty);
   hooks.evaluate = [&](const fs::path& cu) { return evaluator.evaluate(*task, cu); };
   hooks.record = [&](const eval::EvalResult& r) { return report::eval_to_json(*task, r).dump(); };
   // Compiling ahead, with a builder of its own over the same cache and flags as the evaluator's.
   build::Builder ahead(build_options(common));
   hooks.prebuild = [&](const fs::path& cu) { (void)ahead.build(build::BuildRequest{cu, task->candidate_libraries, {}}); };
-  o.build_ahead = flags.build_ahead;
   hooks.interrupted = [] { return g_interrupted.load(); };
-  hooks.progress = [&](const std::string& line) {
-    if (common.json) return;
-    // On a terminal each step overwrites the live line; in a log every step is its own line.
-    if (tty)
-      std::fprintf(stderr, "\r\033[2Kkernelpro: %s", line.c_str());
-    else
-      std::fprintf(stderr, "kernelpro: %s\n", line.c_str());
-  };
+
   g_interrupted = false;
   auto previous = std::signal(SIGINT, on_sigint);
   auto report = driver::run_optimize(*task, hooks, o);

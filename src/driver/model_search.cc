@@ -99,19 +99,8 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
   const agent::CandidateFiles seed_files = kernelbench ? agent::CandidateFiles{"", seed_text}
                                                        : agent::CandidateFiles{seed_text, ""};
 
-  KP_TRY(auto store, store::RunStore::open(o.run_dir / "store.db"));
+  KP_TRY(auto store, open_run_store(task, o, "model"));
   KP_TRY(auto rows, store.nodes());
-  if (!rows.empty() && !o.resume)
-    return make_error(ErrorCode::kInvalidInput,
-                      fmt::format("{} holds an earlier run: add --resume to continue it, or choose another --run-dir",
-                                  o.run_dir.string()));
-  if (auto kept = store.meta("task"); kept && *kept != task.name)
-    return make_error(ErrorCode::kInvalidInput,
-                      fmt::format("{} holds a run of task {}, not {}", o.run_dir.string(), *kept, task.name));
-  if (auto kept = store.meta("mode"); kept && *kept != "model")
-    return make_error(ErrorCode::kInvalidInput,
-                      fmt::format("{} holds a run of the offline tuner; a model run needs a --run-dir of its own",
-                                  o.run_dir.string()));
 
   OptimizeReport report;
   int evaluated = 0;

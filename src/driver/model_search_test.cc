@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <memory>
 #include <regex>
 
 #include <fmt/format.h>
@@ -87,11 +89,37 @@ struct Harness {
   }
 };
 
+// A model behind the loopback server, answering by what it is asked, and the roles over it.
+struct ServedModel {
+  testing::FakeLlmServer server;
+  std::unique_ptr<llm::HttpTransport> transport = llm::make_curl_transport();
+  std::unique_ptr<llm::Provider> provider;
+  std::unique_ptr<llm::LlmClient> client;
+  std::unique_ptr<agent::Agents> agents;
+  ServedModel(const agent::PromptLibrary& prompts,
+              std::function<testing::CannedResponse(const testing::ReceivedRequest&)> respond,
+              llm::ClientOptions options = {}) {
+    server.respond_with(std::move(respond));
+    llm::HttpProviderOptions po;
+    po.base_url = server.base_url();
+    provider = llm::make_openai_provider(po, *transport);
+    client = std::make_unique<llm::LlmClient>(*provider, options,
+                                              llm::ClientHooks{[](double) {}, [] { return 0.5; }, nullptr});
+    agents = std::make_unique<agent::Agents>(*client, prompts, "m", agent::AgentOptions{.tools = false});
+  }
+};
+
+// A planner that always answers direction "d", a coder that always writes FAST.
+testing::CannedResponse plan_d_write_fast(const testing::ReceivedRequest& req) {
+  if (user_text(req.body).find("Choose the next") != std::string::npos)
+    return {.body = openai_completion(R"({"direction": "d", "why": "w"})")};
+  return {.body = openai_completion(kernel("FAST"))};
+}
+
 TEST(ModelSearch, PlansWritesRepairsLearnsAndMeasuresADuplicateOnce) {
   Harness h;
-  testing::FakeLlmServer server;
   int plans = 0;
-  server.respond_with([&](const testing::ReceivedRequest& req) -> testing::CannedResponse {
+  ServedModel model(h.prompts, [&](const testing::ReceivedRequest& req) -> testing::CannedResponse {
     const std::string text = user_text(req.body);
     if (text.find("Choose the next optimisation") != std::string::npos)
       return {.body = openai_completion(fmt::format(
@@ -101,12 +129,9 @@ TEST(ModelSearch, PlansWritesRepairsLearnsAndMeasuresADuplicateOnce) {
     if (text.find("direction 4\n") != std::string::npos) return {.body = openai_completion(kernel("FASTER"))};
     return {.body = openai_completion(kernel("FAST"))};  // directions 2 and 3: the same files
   });
-  auto transport = llm::make_curl_transport();
-  llm::HttpProviderOptions po;
-  po.base_url = server.base_url();
-  auto provider = llm::make_openai_provider(po, *transport);
-  llm::LlmClient client(*provider, {}, {[](double) {}, [] { return 0.5; }, nullptr});
-  agent::Agents agents(client, h.prompts, "m", {.tools = false});
+  testing::FakeLlmServer& server = model.server;
+  llm::LlmClient& client = *model.client;
+  agent::Agents& agents = *model.agents;
   FakeGpu gpu;
   auto hooks = gpu.hooks();
   hooks.llm_spent = [&] { return client.spent(); };
@@ -185,18 +210,9 @@ TEST(ModelSearch, PlansWritesRepairsLearnsAndMeasuresADuplicateOnce) {
 TEST(ModelSearch, TheFeedbackSwitchChangesWhatThePlannerSees) {
   for (const std::string mode : {"raw-metrics", "none"}) {
     Harness h;
-    testing::FakeLlmServer server;
-    server.respond_with([&](const testing::ReceivedRequest& req) -> testing::CannedResponse {
-      if (user_text(req.body).find("Choose the next") != std::string::npos)
-        return {.body = openai_completion(R"({"direction": "d", "why": "w"})")};
-      return {.body = openai_completion(kernel("FAST"))};
-    });
-    auto transport = llm::make_curl_transport();
-    llm::HttpProviderOptions po;
-    po.base_url = server.base_url();
-    auto provider = llm::make_openai_provider(po, *transport);
-    llm::LlmClient client(*provider, {}, {[](double) {}, [] { return 0.5; }, nullptr});
-    agent::Agents agents(client, h.prompts, "m", {.tools = false});
+    ServedModel model(h.prompts, plan_d_write_fast);
+    testing::FakeLlmServer& server = model.server;
+    agent::Agents& agents = *model.agents;
     FakeGpu gpu;
     OptimizeOptions o = h.options();
     o.feedback = mode;
@@ -225,20 +241,12 @@ TEST(ModelSearch, TheFeedbackSwitchChangesWhatThePlannerSees) {
 // The LLM budget stops the run cleanly, resumable, even between the planner and the coder.
 TEST(ModelSearch, TheLlmBudgetStopsTheRunWhereItIs) {
   Harness h;
-  testing::FakeLlmServer server;
-  server.respond_with([&](const testing::ReceivedRequest& req) -> testing::CannedResponse {
-    if (user_text(req.body).find("Choose the next") != std::string::npos)
-      return {.body = openai_completion(R"({"direction": "d", "why": "w"})")};
-    return {.body = openai_completion(kernel("FAST"))};
-  });
-  auto transport = llm::make_curl_transport();
-  llm::HttpProviderOptions po;
-  po.base_url = server.base_url();
-  auto provider = llm::make_openai_provider(po, *transport);
   llm::ClientOptions copts;
   copts.budget.max_calls = 3;  // a planner and a coder, then one more planner
-  llm::LlmClient client(*provider, copts, {[](double) {}, [] { return 0.5; }, nullptr});
-  agent::Agents agents(client, h.prompts, "m", {.tools = false});
+  ServedModel model(h.prompts, plan_d_write_fast, copts);
+  testing::FakeLlmServer& server = model.server;
+  llm::LlmClient& client = *model.client;
+  agent::Agents& agents = *model.agents;
   FakeGpu gpu;
   auto hooks = gpu.hooks();
   hooks.llm_budget_spent = [&] { return client.budget_exhausted(); };
@@ -308,6 +316,15 @@ TEST(ModelSearch, AManualModelStopsAtEachPromptAndTheRunResumesAcrossMachines) {
   auto refused = run();
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("add --resume"), std::string::npos);
+  // Nor does the offline tuner take over a model's run.
+  o.resume = true;
+  OptimizeHooks tuner;
+  tuner.evaluate = [&](const fs::path& cu) { return gpu.evaluate(cu); };
+  auto other = run_optimize(h.task, tuner, o);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.error().message.find("holds a run of the model-driven search, not of the offline tuner"),
+            std::string::npos)
+      << other.error().message;
 }
 
 }  // namespace

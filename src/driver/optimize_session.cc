@@ -93,6 +93,26 @@ Result<int> share_lessons(store::RunStore& run, const fs::path& memory) {
   return static_cast<int>(all.size() - done);
 }
 
+Result<store::RunStore> open_run_store(const task::Task& task, const OptimizeOptions& o, const std::string& mode) {
+  KP_TRY(auto store, store::RunStore::open(o.run_dir / "store.db"));
+  KP_TRY(auto rows, store.nodes());
+  if (rows.empty()) return store;
+  if (!o.resume)
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("{} holds an earlier run: add --resume to continue it, or choose another --run-dir",
+                                  o.run_dir.string()));
+  if (auto kept = store.meta("task"); kept && *kept != task.name)
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("{} holds a run of task {}, not {}", o.run_dir.string(), *kept, task.name));
+  // Runs of the tuner made before the mode was kept are the tuner's.
+  if (const std::string kept = store.meta("mode").value_or("tuner"); kept != mode)
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("{} holds a run of the {}, not of the {}: give this run a --run-dir of its own",
+                                  o.run_dir.string(), kept == "model" ? "model-driven search" : "offline tuner",
+                                  mode == "model" ? "model-driven search" : "offline tuner"));
+  return store;
+}
+
 Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks& hooks, const OptimizeOptions& o) {
   const auto t0 = Clock::now();
   auto say = [&](const std::string& s) {
@@ -112,15 +132,8 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
                       fmt::format("{}: the seed declares no KP_TUNE parameters, so there is nothing to tune without a "
                                   "model; declare some (KP_TUNE(NAME, default, alternatives...)) or configure a model",
                                   task.seed_path->string()));
-  KP_TRY(auto store, store::RunStore::open(o.run_dir / "store.db"));
+  KP_TRY(auto store, open_run_store(task, o, "tuner"));
   KP_TRY(auto rows, store.nodes());
-  if (!rows.empty() && !o.resume)
-    return make_error(ErrorCode::kInvalidInput,
-                      fmt::format("{} holds an earlier run: add --resume to continue it, or choose another --run-dir",
-                                  o.run_dir.string()));
-  if (auto kept = store.meta("task"); kept && *kept != task.name)
-    return make_error(ErrorCode::kInvalidInput,
-                      fmt::format("{} holds a run of task {}, not {}", o.run_dir.string(), *kept, task.name));
 
   OptimizeReport report;
   int evaluated = 0;
@@ -161,6 +174,7 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
                         fmt::format("the seed does not pass ({}: {}): fix it before tuning it",
                                     eval::to_string(r.outcome), r.reason));
     KP_TRY_STATUS(store.set_meta("task", task.name));
+    KP_TRY_STATUS(store.set_meta("mode", "tuner"));
     KP_TRY_STATUS(store.set_meta("reference_seconds", fmt::format("{:.17g}", r.reference_seconds)));
     KP_TRY(int64_t cand, store.add_candidate(seed_source, ""));
     const auto m = measurement_of(r);

@@ -88,6 +88,10 @@ search::Measurement measurement_of(const eval::EvalResult& result);
 // next run shares them. Returns how many were added.
 Result<int> share_lessons(store::RunStore& run, const std::filesystem::path& memory);
 
+// The run's store at RUN_DIR/store.db, checked against this run: a store holding nodes needs
+// options.resume, the same task, and the same kind of search (`mode`: "tuner" or "model").
+Result<store::RunStore> open_run_store(const task::Task& task, const OptimizeOptions& options, const std::string& mode);
+
 Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks& hooks, const OptimizeOptions& options);
 
 }  // namespace kp::driver

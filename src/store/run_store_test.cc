@@ -30,6 +30,8 @@ TEST(RunStore, CreatesTheSchemaAndKeepsWhatIsWritten) {
     const int64_t c = s->add_candidate("__global__ void k() {}", "").value();
     EXPECT_EQ(s->add_candidate("__global__ void k() {}", "").value(), c) << "the same files, the same candidate";
     EXPECT_NE(s->add_candidate("__global__ void k2() {}", "").value(), c);
+    EXPECT_EQ(s->candidate(c).value(), std::make_pair(std::string("__global__ void k() {}"), std::string()));
+    EXPECT_EQ(s->candidate(c + 100).error().code, ErrorCode::kNotFound);
     const int64_t root = s->add_node({0, -1, "root", "seed", c, true, true, 1.0, 0, false, false}).value();
     const int64_t child = s->add_node({0, root, "idea", "float4 loads", c, false}).value();
     ASSERT_TRUE(s->record_evaluation(child, {c, "ok", "", 0.5, 2.0, 2.0, "{}"}, true, 0.5, 2.0).ok());
