@@ -150,3 +150,62 @@ TEST(Search, RewardsAreClippedLogGainsUnderEachObjective) {
 
 }  // namespace
 }  // namespace kp::search
+
+namespace kp::search {
+namespace {
+
+// Children in flight (added, not yet measured), as the model's pipeline makes them.
+TEST(Search, AChildInFlightCountsAgainstWideningAndARepairInFlightKeepsItsNodeOpen) {
+  SearchOptions o;
+  auto mcts = make_strategy("mcts", o).value();
+  Tree t({true, 1.0, 0}, {true, 1.0, 0});
+  // The root may have ceil(2 * 1^0.5) = 2 children: two in flight fill it, and a third pick,
+  // finding no measured child to descend to, widens the root rather than wait.
+  EXPECT_EQ(mcts->next(t)->parent, 0);
+  t.add(0, {EdgeKind::kIdea, ""});
+  EXPECT_EQ(mcts->next(t)->parent, 0);
+  t.add(0, {EdgeKind::kIdea, ""});
+  EXPECT_EQ(mcts->next(t)->parent, 0);
+
+  // With a narrow root (ceil(0.5 * 2^0.5) = 1 child), a failing child is the only way down.
+  o.root_widen_c = 0.5;
+  auto narrow = make_strategy("mcts", o).value();
+  Tree n({true, 1.0, 0}, {true, 1.0, 0});
+  const int f = n.add(0, {EdgeKind::kIdea, "f"});
+  n.measure(f, {false, 0, 0});
+  prune(n, 0, o);
+  for (int i = 0; i < 2; ++i) {  // its two repairs, both in flight
+    auto e = narrow->next(n);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->parent, f);
+    EXPECT_TRUE(e->repair);
+    n.add(f, {EdgeKind::kRepair, "r"});
+  }
+  // Its repairs spent and in flight, it is passed over (the root widens), not closed ...
+  auto e = narrow->next(n);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->parent, 0);
+  EXPECT_FALSE(n.node(f).closed);
+  // ... until they are measured: one failing leaves it open, both failing close it.
+  n.measure(2, {false, 0, 0});
+  prune(n, f, o);
+  EXPECT_FALSE(n.node(f).closed);
+  n.measure(3, {false, 0, 0});
+  prune(n, f, o);
+  EXPECT_TRUE(n.node(f).closed);
+
+  // Greedy repairs the node measured last, whatever was added since.
+  auto greedy = make_strategy("greedy", o).value();
+  Tree g({true, 1.0, 0}, {true, 1.0, 0});
+  const int c = g.add(0, {EdgeKind::kIdea, ""});
+  g.add(0, {EdgeKind::kIdea, ""});
+  g.measure(c, {false, 0, 0});
+  EXPECT_EQ(g.last_measured(), c);
+  auto ge = greedy->next(g);
+  ASSERT_TRUE(ge);
+  EXPECT_EQ(ge->parent, c);
+  EXPECT_TRUE(ge->repair);
+}
+
+}  // namespace
+}  // namespace kp::search

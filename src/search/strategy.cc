@@ -35,6 +35,7 @@ class Mcts final : public Strategy {
   const char* name() const override { return "mcts"; }
 
   std::optional<Expansion> next(Tree& tree) override {
+    std::vector<bool> waiting(tree.size(), false);  // nodes that only children in flight may open again
     for (;;) {
       if (tree.node(0).closed) return std::nullopt;
       int id = 0;
@@ -46,7 +47,7 @@ class Mcts final : public Strategy {
         double best = -std::numeric_limits<double>::infinity();
         for (int c : n.children) {
           const Node& ch = tree.node(c);
-          if (!open(ch)) continue;
+          if (!open(ch) || waiting[static_cast<size_t>(c)]) continue;
           const double u =
               ch.mean() + o_.exploration * std::sqrt(std::log(std::max(1, n.visits)) / std::max(1, ch.visits));
           if (u > best) {
@@ -61,6 +62,14 @@ class Mcts final : public Strategy {
         // No open child. A passing, unexhausted node widens past its limit rather than stop;
         // any other node is a dead end.
         if (!n.exhausted && !n.failed() && n.measured) return Expansion{n.id, false};
+        // Children in flight may open it again: passed over in this selection, not closed.
+        bool in_flight = false;
+        for (int c : n.children) in_flight = in_flight || !tree.node(c).measured;
+        if (in_flight) {
+          if (id == 0) return std::nullopt;
+          waiting[static_cast<size_t>(id)] = true;
+          break;
+        }
         n.closed = true;
         break;  // and select again from the root
       }
@@ -78,7 +87,7 @@ class Greedy final : public Strategy {
   explicit Greedy(SearchOptions o) : o_(o) {}
   const char* name() const override { return "greedy"; }
   std::optional<Expansion> next(Tree& tree) override {
-    const Node& last = tree.node(static_cast<int>(tree.size()) - 1);
+    const Node& last = tree.node(tree.last_measured());
     if (last.failed() && !last.closed && last.repairs < o_.max_repairs) return Expansion{last.id, true};
     std::vector<int> order = ranked(tree);
     for (int id : order) {
@@ -107,7 +116,7 @@ class Beam final : public Strategy {
   explicit Beam(SearchOptions o) : o_(o) {}
   const char* name() const override { return "beam"; }
   std::optional<Expansion> next(Tree& tree) override {
-    const Node& last = tree.node(static_cast<int>(tree.size()) - 1);
+    const Node& last = tree.node(tree.last_measured());
     if (last.failed() && !last.closed && last.repairs < o_.max_repairs) return Expansion{last.id, true};
     std::vector<int> frontier;
     for (int id : Greedy::ranked(tree)) {
@@ -136,6 +145,20 @@ Result<std::unique_ptr<Strategy>> make_strategy(const std::string& name, const S
   return make_error(ErrorCode::kInvalidInput, fmt::format("search \"{}\": expected mcts, greedy or beam", name));
 }
 
+void prune(Tree& tree, int parent, const SearchOptions& o) {
+  Node& p = tree.node(parent);
+  // Never the root: closing it ends the search.
+  if (p.parent >= 0 && (p.failing_run >= o.dead_end_failures || p.slower_run >= o.dead_end_slower)) p.closed = true;
+  if (p.failed() && p.repairs >= o.max_repairs) {
+    bool fixed = false;
+    for (int c : p.children) fixed = fixed || (tree.node(c).measured && tree.node(c).measured->ok);
+    // Repairs still in flight may yet fix it.
+    bool waiting = false;
+    for (int c : p.children) waiting = waiting || !tree.node(c).measured;
+    if (!fixed && !waiting) p.closed = true;
+  }
+}
+
 int run_search(Strategy& strategy, Tree& tree, const ExpandFn& expand, int budget, const SearchOptions& o,
                const LoopHooks& hooks) {
   int evaluated = 0;
@@ -153,14 +176,7 @@ int run_search(Strategy& strategy, Tree& tree, const ExpandFn& expand, int budge
     const int id = tree.add(e->parent, std::move(d));
     tree.measure(id, child->second);
     ++evaluated;
-    // Dead-end pruning (never the root: closing it ends the search).
-    Node& p = tree.node(e->parent);
-    if (p.parent >= 0 && (p.failing_run >= o.dead_end_failures || p.slower_run >= o.dead_end_slower)) p.closed = true;
-    if (p.failed() && p.repairs >= o.max_repairs) {
-      bool fixed = false;
-      for (int c : p.children) fixed = fixed || (tree.node(c).measured && tree.node(c).measured->ok);
-      if (!fixed) p.closed = true;
-    }
+    prune(tree, e->parent, o);
     if (hooks.after) hooks.after(tree, id);
   }
   return evaluated;

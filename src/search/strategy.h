@@ -36,7 +36,10 @@ class Strategy {
  public:
   virtual ~Strategy() = default;
   virtual const char* name() const = 0;
-  // The next node to expand; empty when nothing is left (every node closed or exhausted).
+  // The next node to expand; empty when nothing is left (every node closed or exhausted), or,
+  // with children in flight (added but not measured), when none can be expanded until they are.
+  // A child in flight counts against its parent's widening, so the next pick goes elsewhere,
+  // and a node that only its children in flight may open again is passed over, not closed.
   virtual std::optional<Expansion> next(Tree& tree) = 0;
 };
 
@@ -45,6 +48,12 @@ Result<std::unique_ptr<Strategy>> make_strategy(const std::string& name, const S
 
 // The largest number of children `node` may have now.
 int widening_limit(const Node& node, const SearchOptions& options);
+
+// Dead-end pruning of `parent` once a child of it is measured: a node (never the root) whose last
+// children kept failing or were no faster is closed, and so is a failing node whose repairs are
+// spent without a fix (once none is in flight). run_search applies it; a loop of its own (the
+// model's pipeline) calls it after each measurement.
+void prune(Tree& tree, int parent, const SearchOptions& options = {});
 
 // The loop: asks `strategy` for an expansion, `expand` for the child (it returns the direction
 // and the child's measurement, or nothing when it has no direction for that parent, which marks

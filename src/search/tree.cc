@@ -88,6 +88,7 @@ double Tree::fastest_seconds() const {
 void Tree::measure(int id, const Measurement& m) {
   Node& n = node(id);
   n.measured = m;
+  last_measured_ = id;
   n.reward = search::reward(m, reference_, options_, fastest_seconds());
   for (int at = id; at >= 0; at = node(at).parent) {
     ++node(at).visits;

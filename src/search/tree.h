@@ -85,12 +85,16 @@ class Tree {
   // The measured, passing node with the highest reward under the objective (the root if none
   // beats it). With kEnergyAtMatchedTime the rewards are recomputed against the fastest time.
   int best() const;
+  // The node measured last (the root before any other): the one greedy and beam repair first.
+  // With children in flight (the model's pipeline) it need not be the newest node.
+  int last_measured() const { return last_measured_; }
   double fastest_seconds() const;  // of the passing nodes; 0 if none
 
  private:
   std::vector<Node> nodes_;
   Measurement reference_;
   RewardOptions options_;
+  int last_measured_ = 0;
 };
 
 }  // namespace kp::search
