@@ -2,8 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <future>
+#include <list>
 #include <map>
+#include <mutex>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -96,8 +101,8 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
   const bool kernelbench = task.kind == task::TaskKind::kKernelBench;
   const agent::TaskKind kind = kernelbench ? agent::TaskKind::kKernelBench : agent::TaskKind::kNative;
   KP_TRY(std::string seed_text, read_file(task.seed_path->string()));
-  const agent::CandidateFiles seed_files = kernelbench ? agent::CandidateFiles{"", seed_text}
-                                                       : agent::CandidateFiles{seed_text, ""};
+  const agent::CandidateFiles seed_files =
+      kernelbench ? agent::CandidateFiles{"", seed_text} : agent::CandidateFiles{seed_text, ""};
 
   KP_TRY(auto store, open_run_store(task, o, "model"));
   KP_TRY(auto rows, store.nodes());
@@ -174,10 +179,10 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
     KP_TRY_STATUS(store.set_meta("reference_seconds", fmt::format("{:.17g}", r.reference_seconds)));
     const auto m = measurement_of(r);
     KP_TRY(int64_t root, store.add_node({0, -1, "root", "the seed", cand, false}));
-    KP_TRY_STATUS(store.record_evaluation(
-        root,
-        {cand, "ok", "", m.seconds, m.joules, r.speedup_vs_reference, facts_json(f, hooks.record ? hooks.record(r) : "")},
-        true, m.seconds, m.joules));
+    KP_TRY_STATUS(store.record_evaluation(root,
+                                          {cand, "ok", "", m.seconds, m.joules, r.speedup_vs_reference,
+                                           facts_json(f, hooks.record ? hooks.record(r) : "")},
+                                          true, m.seconds, m.joules));
     KP_TRY(rows, store.nodes());
   }
 
@@ -231,9 +236,16 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
     for (auto it = path.rbegin(); it != path.rend(); ++it)
       out += fmt::format("- (how this candidate was made) {}: {}\n", t.node(*it).via.text,
                          result_words(t.node(*it), t.node(0), facts[static_cast<size_t>(*it)].outcome));
-    for (int c : t.node(id).children)
-      out += fmt::format("- (tried from this candidate) {}: {}\n", t.node(c).via.text,
-                         result_words(t.node(c), t.node(0), facts[static_cast<size_t>(c)].outcome));
+    for (int c : t.node(id).children) {
+      const search::Node& ch = t.node(c);
+      if (!ch.measured) {
+        // In flight: its direction once the planner gave it, so that the next is another.
+        if (!ch.via.text.empty()) out += fmt::format("- (being tried now from this candidate) {}\n", ch.via.text);
+        continue;
+      }
+      out += fmt::format("- (tried from this candidate) {}: {}\n", ch.via.text,
+                         result_words(ch, t.node(0), facts[static_cast<size_t>(c)].outcome));
+    }
     return out;
   };
   auto lessons_text = [&]() -> Result<std::string> {
@@ -244,13 +256,27 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
     if (!memory_lessons.empty()) out += "From earlier runs:\n" + memory_lessons;
     return out;
   };
+  std::optional<Error> failure;
+  std::string stopped_here;  // "no_gpu", "pending", "budget": a step in flight cannot finish here
+  // Lanes may stop for different reasons at once: the one the user must act on first is kept (a
+  // GPU to evaluate on, then a prompt to answer).
+  auto stop_here = [&](const std::string& why) {
+    static const std::vector<std::string> rank = {"no_gpu", "pending", "budget"};
+    auto at = [&](const std::string& w) { return std::find(rank.begin(), rank.end(), w) - rank.begin(); };
+    if (stopped_here.empty() || at(why) < at(stopped_here)) stopped_here = why;
+  };
+  // The client is used by the model lane only while it runs; this thread reads what it spent
+  // from these, updated after each of the lane's steps.
+  std::mutex spend_mu;
+  llm::Spend spend_now = hooks.llm_spent ? hooks.llm_spent() : llm::Spend{};
+  bool llm_over = hooks.llm_budget_spent && hooks.llm_budget_spent();
   auto status = [&](const search::Tree& t, const search::Measurement* just = nullptr) {
     double best = t.node(t.best()).measured->seconds;
     if (just && just->ok && just->seconds > 0 && just->seconds < best) best = just->seconds;
     std::string llm;
     if (hooks.llm_spent) {
-      const llm::Spend s = hooks.llm_spent();
-      llm = fmt::format(", LLM {} calls ${:.2f}", s.calls, s.cost_usd);
+      std::lock_guard lock(spend_mu);
+      llm = fmt::format(", LLM {} calls ${:.2f}", spend_now.calls, spend_now.cost_usd);
     }
     return fmt::format("best {:.2f}x the seed | {}/{} evaluated, {:.0f} s, GPU {:.0f} s{}",
                        t.node(0).measured->seconds / best, evaluated, o.max_evaluations, since(t0), report.worker_s,
@@ -260,164 +286,374 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
     if (evaluated >= o.max_evaluations) return "budget";
     if (o.max_wall_s > 0 && since(t0) >= o.max_wall_s) return "budget";
     if (o.max_gpu_s > 0 && report.worker_s >= o.max_gpu_s) return "budget";
-    if (hooks.llm_budget_spent && hooks.llm_budget_spent()) return "budget";
+    {
+      std::lock_guard lock(spend_mu);
+      if (llm_over) return "budget";
+    }
     if (hooks.interrupted && hooks.interrupted()) return "interrupted";
     return "";
   };
-
-  std::optional<Error> failure;
-  std::string stopped_here;  // "no_gpu", "pending", "budget": the step in flight cannot finish here
-  std::optional<NodeFacts> pending;
   // An error from the model: a manual prompt unanswered or the LLM budget spent stop the run
   // cleanly (resumable); anything else is the run's error.
   auto model_failed = [&](const Error& e) {
+    std::lock_guard lock(spend_mu);
     if (e.code == ErrorCode::kPending) {
-      stopped_here = "pending";
+      stop_here("pending");
       report.pending = e.message;
-    } else if (hooks.llm_budget_spent && hooks.llm_budget_spent()) {
-      stopped_here = "budget";
+    } else if (llm_over) {
+      stop_here("budget");
     } else {
       failure = e;
     }
   };
-  auto expand = [&](const search::Tree& t,
-                    const search::Expansion& e) -> std::optional<std::pair<search::Direction, search::Measurement>> {
-    const NodeFacts& parent = facts[static_cast<size_t>(e.parent)];
-    agent::TaskBrief b = brief;
-    b.current = agent::show_files(parent.files, kind);
-    const std::string& feedback = o.feedback == "tools"         ? parent.feedback
-                                  : o.feedback == "raw-metrics" ? parent.raw_metrics
-                                                                : std::string();
-    agent::CandidateFiles files;
+  auto stopping = [&] { return failure.has_value() || !stopped_here.empty() || !over_budget().empty(); };
+
+  KP_TRY(auto strategy, search::make_strategy(o.strategy, o.search));
+  // The pipeline (OptimizeOptions::in_flight): up to that many children at once, each a job that
+  // goes through the model (plan and write, or debug), the compiler (into the build cache) and
+  // the GPU (evaluate, then analyze). Each stage is a lane that works on one job at a time on a
+  // thread of its own, so the model writes one candidate while the GPU measures another. This
+  // thread alone touches the tree, the store and the facts: it prepares each lane's work (the
+  // prompts are rendered here, from the tree as it is then) and takes back what the lane made.
+  // Jobs go through each lane oldest first. A job in flight is a child in the tree, unmeasured,
+  // so that the strategy counts it against its parent's widening.
+  enum class Stage { kModel, kBuild, kGpu };
+  struct Job {
+    int child = 0, parent = 0;
+    bool repair = false, planned = false;
+    Stage stage = Stage::kModel;
     search::Direction dir;
     std::vector<std::string> actions;
-    const auto tl = Clock::now();
-    if (e.repair) {
-      dir = {search::EdgeKind::kRepair, "repair the " + parent.outcome + " of: " + t.node(e.parent).via.text};
-      say(fmt::format("debugger: fixing the {} | {}", parent.outcome, status(t)));
-      auto fixed = agents.debug(b, parent.files, parent.outcome, parent.diagnostics);
-      if (!fixed) {
-        model_failed(fixed.error());
-        return std::nullopt;
+    agent::CandidateFiles files;
+    int64_t cand = 0;
+    fs::path cu, py;
+    // Handed back by the lanes.
+    std::optional<Result<agent::Plan>> plan;
+    std::optional<Result<agent::CoderResult>> written;
+    std::optional<Result<eval::EvalResult>> result;
+    std::optional<Result<Analysis>> analysis;
+    double model_s = 0, build_s = 0, analyze_s = 0;
+  };
+  struct Lane {
+    Job* job = nullptr;
+    std::future<void> work;
+  };
+  // Declared before the lanes, whose work uses them: a lane's future waits for its work when
+  // it is destroyed.
+  std::list<Job> jobs;
+  std::mutex lane_mu;
+  std::condition_variable lane_cv;
+  int lanes_done = 0;  // lanes finished and not yet taken back
+  Lane model_lane, build_lane, gpu_lane;
+  auto launch = [&](Lane& lane, Job& job, std::function<void()> work) {
+    lane.job = &job;
+    lane.work = std::async(std::launch::async, [&, work = std::move(work)] {
+      work();
+      {
+        std::lock_guard lock(lane_mu);
+        ++lanes_done;
       }
-      files = fixed->files;
-    } else {
-      auto lessons = lessons_text();
-      if (!lessons) {
-        failure = lessons.error();
-        return std::nullopt;
+      lane_cv.notify_one();
+    });
+  };
+  const int width = std::max(1, o.in_flight);
+  const int max_children = 4 * o.max_evaluations;  // duplicates cost no evaluation: counted apart
+  int made = 0;
+
+  // A measured child: into the tree and the store (the node and its verdict in one transaction:
+  // a kill after this loses nothing), with its lesson.
+  auto record = [&](Job& j, const store::EvaluationRow& row, NodeFacts f, bool known) -> Status {
+    read_facts(row, f);
+    const search::Measurement m{row.outcome == "ok", row.seconds, row.joules};
+    const NodeFacts& parent = facts[static_cast<size_t>(j.parent)];
+    KP_TRY(int64_t node, store.add_node({0, parent.db_id, search::to_string(j.dir.kind), j.dir.text, j.cand, false}));
+    KP_TRY_STATUS(store.record_evaluation(node, row, m.ok, m.seconds, m.joules));
+    f.db_id = node;
+    if (known) {
+      ++report.duplicates;
+      say(fmt::format("candidate {} has the files of one already evaluated: its verdict stands", j.cand));
+    }
+    const search::Measurement& before = *tree.node(j.parent).measured;
+    store::Lesson lesson{task.name,
+                         task.category,
+                         parent.bottleneck_class,
+                         j.dir.text,
+                         join(j.actions, ","),
+                         row.outcome,
+                         m.ok && before.ok && m.seconds > 0 ? before.seconds / m.seconds : 0,
+                         m.ok && m.joules > 0 && before.joules > 0 ? before.joules / m.joules : 0,
+                         !m.ok       ? row.reason.substr(0, 200)
+                         : before.ok ? fmt::format("{:.4g} ms -> {:.4g} ms", before.seconds * 1e3, m.seconds * 1e3)
+                                     : fmt::format("fixed: {:.4g} ms", m.seconds * 1e3)};
+    KP_TRY(int64_t lesson_id, store.add_lesson(lesson));
+    (void)lesson_id;
+    say(fmt::format(
+        "{}: {}{} | {}", j.dir.text.substr(0, 80), row.outcome,
+        m.ok ? fmt::format(" {:.4g} ms, {:.2f}x the seed", m.seconds * 1e3, tree.node(0).measured->seconds / m.seconds)
+             : " (" + row.reason.substr(0, 120) + ")",
+        status(tree, &m)));
+    tree.node(j.child).via = j.dir;
+    tree.measure(j.child, m);
+    search::prune(tree, j.parent, o.search);
+    facts[static_cast<size_t>(j.child)] = std::move(f);
+    const search::Node& p = tree.node(j.parent);
+    KP_TRY_STATUS(store.set_node_flags(parent.db_id, p.closed, p.exhausted));
+    return ok_status();
+  };
+  auto record_known = [&](Job& j) -> Status {
+    NodeFacts f;
+    f.files = j.files;
+    f.candidate = j.cand;
+    return record(j, verdict.at(j.cand), std::move(f), true);
+  };
+  auto drop = [&](Job& j) { jobs.remove_if([&](const Job& x) { return &x == &j; }); };
+
+  // The strategy's next expansions, while there is room in the pipeline and the budget.
+  auto fill = [&]() {
+    while (!stopping() && static_cast<int>(jobs.size()) < width &&
+           evaluated + static_cast<int>(jobs.size()) < o.max_evaluations && made < max_children) {
+      auto e = strategy->next(tree);
+      if (!e) return;
+      Job j;
+      j.parent = e->parent;
+      j.repair = e->repair;
+      if (e->repair)
+        j.dir = {search::EdgeKind::kRepair, "repair the " + facts[static_cast<size_t>(e->parent)].outcome +
+                                                " of: " + tree.node(e->parent).via.text};
+      else
+        j.dir = {search::EdgeKind::kIdea, ""};  // the planner's direction, once it has one
+      j.child = tree.add(e->parent, j.dir);
+      facts.resize(tree.size());
+      ++made;
+      jobs.push_back(std::move(j));
+    }
+  };
+  auto first_in = [&](Stage s) -> Job* {
+    for (auto& j : jobs)
+      if (j.stage == s) return &j;
+    return nullptr;
+  };
+  // Starts each free lane on its oldest job; false when none could start.
+  auto dispatch = [&]() -> Result<bool> {
+    bool started = false;
+    if (!model_lane.job) {
+      if (Job* j = first_in(Stage::kModel)) {
+        const NodeFacts& parent = facts[static_cast<size_t>(j->parent)];
+        agent::TaskBrief b = brief;
+        b.current = agent::show_files(parent.files, kind);
+        const std::string feedback = o.feedback == "tools"         ? parent.feedback
+                                     : o.feedback == "raw-metrics" ? parent.raw_metrics
+                                                                   : std::string();
+        std::function<void()> work;
+        if (j->repair) {
+          say(fmt::format("debugger: fixing the {} | {}", parent.outcome, status(tree)));
+          work = [&, j, b, files = parent.files, outcome = parent.outcome, diag = parent.diagnostics] {
+            const auto tl = Clock::now();
+            j->written = agents.debug(b, files, outcome, diag);
+            j->model_s = since(tl);
+          };
+        } else if (!j->planned) {
+          KP_TRY(std::string lessons, lessons_text());
+          say(fmt::format("planner: choosing a direction from node {} | {}", j->parent, status(tree)));
+          work = [&, j, b, feedback, lessons, past = history(tree, j->parent)] {
+            const auto tl = Clock::now();
+            j->plan = agents.plan(b, feedback, lessons, past);
+            j->model_s = since(tl);
+          };
+        } else {
+          say(fmt::format("coder: {} | {}", j->dir.text.substr(0, 100), status(tree)));
+          work = [&, j, b, feedback] {
+            const auto tl = Clock::now();
+            j->written = agents.write(b, j->dir.text, feedback, hooks.tools);
+            j->model_s = since(tl);
+          };
+        }
+        launch(model_lane, *j, [&, work = std::move(work)] {
+          work();
+          std::lock_guard lock(spend_mu);
+          if (hooks.llm_spent) spend_now = hooks.llm_spent();
+          if (hooks.llm_budget_spent) llm_over = hooks.llm_budget_spent();
+        });
+        started = true;
       }
-      say(fmt::format("planner: choosing a direction from node {} | {}", e.parent, status(t)));
-      auto plan = agents.plan(b, feedback, *lessons, history(t, e.parent));
+    }
+    if (!build_lane.job) {
+      if (Job* j = first_in(Stage::kBuild)) {
+        launch(build_lane, *j, [&, j] {
+          const auto tb = Clock::now();
+          hooks.prebuild(j->cu);
+          j->build_s = since(tb);
+        });
+        started = true;
+      }
+    }
+    while (!gpu_lane.job) {
+      Job* j = first_in(Stage::kGpu);
+      if (!j) break;
+      // Another job with the same files may have been measured since this one was written.
+      if (verdict.count(j->cand)) {
+        KP_TRY_STATUS(record_known(*j));
+        drop(*j);
+        started = true;
+        continue;
+      }
+      say(fmt::format("evaluating candidate {} | {}", j->cand, status(tree)));
+      const bool profile = hooks.analyze && o.feedback != "none";
+      launch(gpu_lane, *j, [&, j, profile] {
+        j->result = hooks.evaluate(j->cu, j->py, false);
+        if (profile && *j->result && (*j->result)->outcome == eval::Outcome::kOk) {
+          const auto ta = Clock::now();
+          j->analysis = hooks.analyze(j->cu, j->py, false);
+          j->analyze_s = since(ta);
+        }
+      });
+      started = true;
+    }
+    return started;
+  };
+
+  // Takes back what a finished lane made.
+  auto take_model = [&](Job& j) -> Status {
+    report.llm_s += j.model_s;
+    if (!j.planned && !j.repair) {
+      auto plan = std::move(*j.plan);
+      j.plan.reset();
       if (!plan) {
         model_failed(plan.error());
-        return std::nullopt;
+        drop(j);
+        return ok_status();
       }
-      dir = {search::EdgeKind::kIdea, plan->direction};
-      actions = plan->actions;
-      say(fmt::format("coder: {} | {}", plan->direction.substr(0, 100), status(t)));
-      auto written = agents.write(b, plan->direction, feedback, hooks.tools);
-      if (!written) {
-        model_failed(written.error());
-        return std::nullopt;
-      }
-      files = written->files;
+      j.planned = true;
+      j.dir.text = plan->direction;
+      j.actions = plan->actions;
+      tree.node(j.child).via.text = plan->direction;
+      return ok_status();
     }
-    report.llm_s += since(tl);
-
-    auto step = [&]() -> Result<search::Measurement> {
-      KP_TRY(int64_t cand, store.add_candidate(files.cuda, files.python));
-      NodeFacts f;
-      f.files = files;
-      f.candidate = cand;
-      store::EvaluationRow row;
-      bool known = false;
-      if (auto v = verdict.find(cand); v != verdict.end()) {
-        row = v->second;
-        known = true;
-      } else {
-        KP_TRY(auto paths, write_files(cand, files));
-        say(fmt::format("evaluating candidate {} | {}", cand, status(t)));
-        KP_TRY(eval::EvalResult r, hooks.evaluate(paths.first, paths.second, false));
-        report.build_s += r.build_seconds;
-        report.worker_s += r.worker_seconds;
-        if (r.outcome == eval::Outcome::kNotRun) {
-          stopped_here = "no_gpu";
-          return search::Measurement{};
-        }
-        ++evaluated;
-        const auto m = measurement_of(r);
-        f.outcome = eval::to_string(r.outcome);
-        if (m.ok) {
-          analyze_into(paths.first, paths.second, false, f);
-        } else {
-          f.diagnostics = failure_diagnostics(r);
-          f.bottleneck_class = parent.bottleneck_class;  // a failure has none: its repair's lesson is of this class
-        }
-        row = {cand,     f.outcome, r.reason, m.seconds, m.joules, r.speedup_vs_reference,
-               facts_json(f, hooks.record ? hooks.record(r) : "")};
-        verdict[cand] = row;
-      }
-      read_facts(row, f);
-      const search::Measurement m{row.outcome == "ok", row.seconds, row.joules};
-      KP_TRY(int64_t node, store.add_node({0, parent.db_id, search::to_string(dir.kind), dir.text, cand, false}));
-      // The node and its verdict in one transaction: a kill after this loses nothing.
-      KP_TRY_STATUS(store.record_evaluation(node, row, m.ok, m.seconds, m.joules));
-      f.db_id = node;
-      if (known) {
-        ++report.duplicates;
-        say(fmt::format("candidate {} has the files of one already evaluated: its verdict stands", cand));
-      }
-      const search::Measurement& before = *t.node(e.parent).measured;
-      store::Lesson lesson{task.name,
-                           task.category,
-                           parent.bottleneck_class,
-                           dir.text,
-                           join(actions, ","),
-                           row.outcome,
-                           m.ok && before.ok && m.seconds > 0 ? before.seconds / m.seconds : 0,
-                           m.ok && m.joules > 0 && before.joules > 0 ? before.joules / m.joules : 0,
-                           !m.ok       ? row.reason.substr(0, 200)
-                           : before.ok ? fmt::format("{:.4g} ms -> {:.4g} ms", before.seconds * 1e3, m.seconds * 1e3)
-                                       : fmt::format("fixed: {:.4g} ms", m.seconds * 1e3)};
-      KP_TRY(int64_t lesson_id, store.add_lesson(lesson));
-      (void)lesson_id;
-      say(fmt::format("{}: {}{} | {}", dir.text.substr(0, 80), row.outcome,
-                      m.ok ? fmt::format(" {:.4g} ms, {:.2f}x the seed", m.seconds * 1e3,
-                                         t.node(0).measured->seconds / m.seconds)
-                           : " (" + row.reason.substr(0, 120) + ")",
-                      status(t, &m)));
-      pending = std::move(f);
-      return m;
-    };
-    auto m = step();
-    if (!m) {
-      failure = m.error();
-      return std::nullopt;
+    auto written = std::move(*j.written);
+    j.written.reset();
+    if (!written) {
+      model_failed(written.error());
+      drop(j);
+      return ok_status();
     }
-    if (!stopped_here.empty()) return std::nullopt;
-    return std::make_pair(dir, *m);
+    j.files = written->files;
+    KP_TRY(j.cand, store.add_candidate(j.files.cuda, j.files.python));
+    if (verdict.count(j.cand)) {
+      KP_TRY_STATUS(record_known(j));
+      drop(j);
+      return ok_status();
+    }
+    KP_TRY(auto paths, write_files(j.cand, j.files));
+    j.cu = paths.first;
+    j.py = paths.second;
+    j.stage = hooks.prebuild && !j.cu.empty() ? Stage::kBuild : Stage::kGpu;
+    return ok_status();
+  };
+  auto take_gpu = [&](Job& j) -> Status {
+    auto result = std::move(*j.result);
+    if (!result) {
+      failure = result.error();
+      drop(j);
+      return ok_status();
+    }
+    const eval::EvalResult& r = *result;
+    report.build_s += r.build_seconds;
+    report.worker_s += r.worker_seconds;
+    if (r.outcome == eval::Outcome::kNotRun) {
+      stop_here("no_gpu");
+      drop(j);
+      return ok_status();
+    }
+    ++evaluated;
+    const auto m = measurement_of(r);
+    NodeFacts f;
+    f.files = j.files;
+    f.candidate = j.cand;
+    f.outcome = eval::to_string(r.outcome);
+    if (m.ok) {
+      report.analyze_s += j.analyze_s;
+      if (j.analysis && *j.analysis) {
+        f.feedback = (*j.analysis)->feedback;
+        f.raw_metrics = (*j.analysis)->raw_metrics;
+        f.bottleneck_class = (*j.analysis)->bottleneck_class;
+      } else if (j.analysis) {
+        say("analyze: not profiled (" + j.analysis->error().message + ")");
+      }
+    } else {
+      f.diagnostics = failure_diagnostics(r);
+      // A failure has no class: its repair's lesson is of its parent's.
+      f.bottleneck_class = facts[static_cast<size_t>(j.parent)].bottleneck_class;
+    }
+    store::EvaluationRow row{j.cand,
+                             f.outcome,
+                             r.reason,
+                             m.seconds,
+                             m.joules,
+                             r.speedup_vs_reference,
+                             facts_json(f, hooks.record ? hooks.record(r) : "")};
+    verdict[j.cand] = row;
+    KP_TRY_STATUS(record(j, row, std::move(f), false));
+    drop(j);
+    return ok_status();
   };
 
-  search::LoopHooks loop;
-  loop.stop = [&]() { return failure.has_value() || !stopped_here.empty() || !over_budget().empty(); };
-  loop.after = [&](const search::Tree& t, int child) {
-    facts.push_back(std::move(*pending));
-    pending.reset();
-    const search::Node& parent = t.node(t.node(child).parent);
-    if (auto s = store.set_node_flags(facts[static_cast<size_t>(parent.id)].db_id, parent.closed, parent.exhausted); !s)
-      failure = s.error();
-  };
-  KP_TRY(auto strategy, search::make_strategy(o.strategy, o.search));
-  // Children the search may make: duplicates cost no evaluation, so they are counted apart.
-  search::run_search(*strategy, tree, expand, 4 * o.max_evaluations, o.search, loop);
+  for (;;) {
+    if (!stopping()) {
+      fill();
+      auto started = dispatch();
+      if (!started) {
+        failure = started.error();
+      }
+    }
+    if (!model_lane.job && !build_lane.job && !gpu_lane.job) {
+      if (stopping() || jobs.empty()) break;
+      continue;  // dispatch can start a lane for any job left: it does on the next turn
+    }
+    {
+      std::unique_lock lock(lane_mu);
+      lane_cv.wait(lock, [&] { return lanes_done > 0; });
+    }
+    auto ready = [](Lane& l) { return l.job && l.work.wait_for(std::chrono::seconds(0)) == std::future_status::ready; };
+    Status taken = ok_status();
+    if (ready(model_lane)) {
+      model_lane.work.get();
+      Job& j = *std::exchange(model_lane.job, nullptr);
+      {
+        std::lock_guard lock(lane_mu);
+        --lanes_done;
+      }
+      taken = take_model(j);
+    }
+    if (taken && ready(build_lane)) {
+      build_lane.work.get();
+      Job& j = *std::exchange(build_lane.job, nullptr);
+      {
+        std::lock_guard lock(lane_mu);
+        --lanes_done;
+      }
+      report.ahead_s += j.build_s;
+      ++report.built_ahead;
+      j.stage = Stage::kGpu;
+    }
+    if (taken && ready(gpu_lane)) {
+      gpu_lane.work.get();
+      Job& j = *std::exchange(gpu_lane.job, nullptr);
+      {
+        std::lock_guard lock(lane_mu);
+        --lanes_done;
+      }
+      taken = take_gpu(j);
+    }
+    if (!taken) failure = taken.error();
+  }
   if (failure) return *failure;
   report.stopped = !stopped_here.empty() ? stopped_here : !over_budget().empty() ? over_budget() : "exhausted";
 
   // The best so far, with its verdict.
   const int best = tree.best();
   const NodeFacts& bf = facts[static_cast<size_t>(best)];
-  report.nodes = static_cast<int>(tree.size());
+  report.nodes = 0;  // measured: those in flight when the run stopped are not in the store
+  for (size_t i = 0; i < tree.size(); ++i) report.nodes += tree.node(static_cast<int>(i)).measured ? 1 : 0;
   report.evaluated = evaluated;
   report.seed_seconds = tree.node(0).measured->seconds;
   report.best_seconds = tree.node(best).measured->seconds;
@@ -433,6 +669,7 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
   j["strategy"] = o.strategy;
   j["objective"] = search::to_string(o.reward.objective);
   j["feedback"] = o.feedback;
+  j["in_flight"] = width;
   if (hooks.llm_spent) {
     const llm::Spend s = hooks.llm_spent();
     j["llm"] = {{"calls", s.calls}, {"tokens", s.tokens}, {"cost_usd", s.cost_usd}};

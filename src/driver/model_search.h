@@ -10,11 +10,18 @@
 //         -> evaluate (a candidate with the files of one already evaluated is measured once)
 //         -> analyze it when it passed -> the measurement backs up the tree, a lesson is kept
 //
+// A pipeline: up to OptimizeOptions::in_flight children at once, the model writing one while the
+// compiler builds another and the GPU measures a third (lanes of one job each; GPU work is never
+// concurrent, so timings do not disturb each other). A child in flight counts against its
+// parent's widening, so the strategy spreads the next pick; the planner is told what is being
+// tried from the node it plans for.
+//
 // Every candidate, verdict, feedback and lesson goes to RUN_DIR/store.db as it is made. Resuming
 // is replaying: the tree is rebuilt from the store, the strategy picks the same node again, so
 // the prompts are the same, and the LLM client's cache (or the manual provider's answers)
-// replies to them; a run resumed on another machine (a prompt rendered on a CPU machine,
-// evaluated on a GPU one) goes on from where the last stopped. The best candidate is written to
+// replies to them (exactly so with one child in flight; with more, a prompt written while others
+// were in flight can differ on resume, and is asked again); a run resumed on another machine (a prompt rendered on a
+// CPU machine, evaluated on a GPU one) goes on from where the last stopped. The best candidate is written to
 // RUN_DIR/best.cu (and best.py) with best.json.
 #pragma once
 
@@ -42,6 +49,9 @@ struct ModelSearchHooks {
   std::function<llm::Spend()> llm_spent;                       // the client's calls, tokens, cost
   std::function<bool()> llm_budget_spent;                      // the client's budget is used up
   const agent::CoderTools* tools = nullptr;                    // offered to the coder
+  // Compiles a native candidate into the build cache, so that its evaluation finds it there;
+  // called on the build lane's thread while the GPU measures another. May be empty.
+  std::function<void(const std::filesystem::path& cu)> prebuild;
 };
 
 // stopped: "budget", "exhausted", "interrupted", "no_gpu" (the step in flight needs a GPU to

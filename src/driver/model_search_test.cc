@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <regex>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -65,7 +68,9 @@ struct FakeGpu {
     std::smatch m;
     const std::string marker = std::regex_search(text, m, std::regex("// ([A-Z]+)\n")) ? m[1].str() : "SEED";
     analyzed.push_back(marker);
-    return Analysis{"MAIN BOTTLENECK: memory-bound, DRAM at 71% (" + marker + ")", {"roofline_headroom"}, "memory-bound",
+    return Analysis{"MAIN BOTTLENECK: memory-bound, DRAM at 71% (" + marker + ")",
+                    {"roofline_headroom"},
+                    "memory-bound",
                     "RAW dram__throughput = 71 % (" + marker + ")"};
   }
   ModelSearchHooks hooks() {
@@ -136,7 +141,8 @@ TEST(ModelSearch, PlansWritesRepairsLearnsAndMeasuresADuplicateOnce) {
   auto hooks = gpu.hooks();
   hooks.llm_spent = [&] { return client.spent(); };
   OptimizeOptions o = h.options();
-  o.strategy = "greedy";  // greedy repairs a failure at once: a fixed order of prompts
+  o.strategy = "greedy";  // greedy repairs a failure at once: a fixed order of prompts ...
+  o.in_flight = 1;        // ... when each child is measured before the next is asked for
   o.max_evaluations = 5;  // the seed, BROKEN, FIXED, FAST, FASTER; the duplicate costs none
   auto report = run_model_optimize(h.task, agents, hooks, o);
   ASSERT_TRUE(report.ok()) << report.error().message;
@@ -159,9 +165,9 @@ TEST(ModelSearch, PlansWritesRepairsLearnsAndMeasuresADuplicateOnce) {
   std::vector<std::string> planner, coder, debugger;
   for (const auto& r : server.requests()) {
     const std::string t = user_text(r.body);
-    (t.find("Choose the next") != std::string::npos ? planner
+    (t.find("Choose the next") != std::string::npos     ? planner
      : t.find("failed: incorrect") != std::string::npos ? debugger
-                                                          : coder)
+                                                        : coder)
         .push_back(t);
   }
   ASSERT_EQ(planner.size(), 4u);
@@ -202,9 +208,72 @@ TEST(ModelSearch, PlansWritesRepairsLearnsAndMeasuresADuplicateOnce) {
   auto second = run_model_optimize(h2.task, agents, hooks, o2);
   ASSERT_TRUE(second.ok()) << second.error().message;
   const std::string last_planner = user_text(server.requests()[server.requests().size() - 2].body);
-  EXPECT_NE(last_planner.find("From earlier runs:\n- [gelu] direction 2: ok, 0.56x the time of its parent (memory-bound); 0.9 ms -> 0.5 ms\n"),
+  EXPECT_NE(last_planner.find("From earlier runs:\n- [gelu] direction 2: ok, 0.56x the time of its parent "
+                              "(memory-bound); 0.9 ms -> 0.5 ms\n"),
             std::string::npos)
       << last_planner;
+}
+
+// The pipeline: with two children in flight the model writes the next candidate while the GPU
+// measures the one before, the build lane compiles each before its evaluation, and the planner
+// is told what is being tried; with one, the model waits for each measurement.
+TEST(ModelSearch, TheModelWritesTheNextCandidateWhileTheGpuMeasuresOne) {
+  for (int in_flight : {2, 1}) {
+    SCOPED_TRACE(fmt::format("in flight {}", in_flight));
+    Harness h;
+    std::atomic<int> asked{0};
+    std::atomic<int> plans{0};
+    ServedModel model(h.prompts, [&](const testing::ReceivedRequest& req) -> testing::CannedResponse {
+      ++asked;
+      const std::string text = user_text(req.body);
+      if (text.find("Choose the next") != std::string::npos)
+        return {.body = openai_completion(fmt::format(R"({{"direction": "direction {}", "why": "w"}})", ++plans))};
+      std::smatch m;
+      std::regex_search(text, m, std::regex("## What to change this time\ndirection ([0-9]+)"));
+      return {.body = openai_completion(kernel("FAST" + m[1].str()))};
+    });
+    FakeGpu gpu;
+    auto hooks = gpu.hooks();
+    // Each child's evaluation but the last waits for the model to be asked something meanwhile
+    // (up to 5 s with two in flight; 0.2 s with one, where nothing may come).
+    int children = 0, overlapped = 0;
+    hooks.evaluate = [&](const fs::path& cu, const fs::path&, bool root) {
+      if (!root && ++children < 3) {
+        const int before = asked.load();
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(in_flight > 1 ? 5000 : 200);
+        while (asked.load() == before && std::chrono::steady_clock::now() < until)
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        if (asked.load() > before) ++overlapped;
+      }
+      return gpu.evaluate(cu);
+    };
+    std::vector<std::string> prebuilt;
+    hooks.prebuild = [&](const fs::path& cu) { prebuilt.push_back(read_file(cu.string()).value()); };
+    OptimizeOptions o = h.options();
+    o.in_flight = in_flight;
+    o.max_evaluations = 4;  // the seed and three children
+    auto report = run_model_optimize(h.task, *model.agents, hooks, o);
+    ASSERT_TRUE(report.ok()) << report.error().message;
+    EXPECT_EQ(report->stopped, "budget");
+    EXPECT_EQ(report->evaluated, 4);
+    EXPECT_EQ(gpu.evaluations, 4);
+    EXPECT_EQ(overlapped, in_flight > 1 ? 2 : 0);
+    // Each child was compiled ahead of its evaluation, on the build lane.
+    EXPECT_EQ(report->built_ahead, 3);
+    ASSERT_EQ(prebuilt.size(), 3u);
+    for (int i = 1; i <= 3; ++i)
+      EXPECT_NE(prebuilt[static_cast<size_t>(i - 1)].find(fmt::format("// FAST{}", i)), std::string::npos);
+    // The second planner (from the root, widened) knows the first direction is in flight.
+    std::vector<std::string> planner;
+    for (const auto& r : model.server.requests())
+      if (user_text(r.body).find("Choose the next") != std::string::npos) planner.push_back(user_text(r.body));
+    ASSERT_EQ(planner.size(), 3u);
+    EXPECT_EQ(planner[1].find("(being tried now from this candidate) direction 1\n") != std::string::npos,
+              in_flight > 1)
+        << planner[1];
+    auto store = store::RunStore::open(o.run_dir / "store.db", store::RunStore::Access::kReader).value();
+    EXPECT_EQ(store.nodes().value().size(), 4u);
+  }
 }
 
 TEST(ModelSearch, TheFeedbackSwitchChangesWhatThePlannerSees) {

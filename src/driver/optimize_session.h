@@ -44,6 +44,7 @@ struct OptimizeOptions {
   // counters; "none": nothing), the GPU in words for the prompts, and how many lessons of
   // earlier runs the planner gets.
   std::string feedback = "tools";
+  int in_flight = 2;  // children the model loop makes at once (its pipeline); 1: one after another
   std::string gpu;
   int memory_lessons = 8;
 };
