@@ -11,6 +11,10 @@ BUILD=${BUILD:-build-gpu}
 rm -rf gpu-carry && mkdir -p gpu-carry
 (cd "$BUILD" && find . \( -name '*.o' -o -name '*.a' -o -path './CMakeFiles/*' -o -name '*.bin' -o -name 'a.out' \) -prune -o -type f -print) |
   while read -r f; do mkdir -p "gpu-carry/$BUILD/$(dirname "$f")"; cp -a "$BUILD/$f" "gpu-carry/$BUILD/$f"; done
+# Debug info makes a RelWithDebInfo build ten times the size the device tool carries (64 MiB).
+find gpu-carry -type f -perm -u+x | while read -r f; do
+  if head -c 4 "$f" | grep -q ELF; then strip --strip-debug "$f"; fi
+done
 mkdir -p gpu-carry/lib
 for lib in $(ldd "$BUILD"/tests/kp_e2e_tests 2>/dev/null | awk '/httplib/ {print $3}'); do cp -L "$lib" gpu-carry/lib/; done
 du -sh gpu-carry

@@ -110,6 +110,7 @@ struct OptimizeFlags {
   std::string config, provider, model, base_url, prompts;  // as generate's
   bool no_tools = false;                                   // --no-tools
   std::string feedback = "tools";  // --feedback: tools, raw-metrics, none
+  int in_flight = 2;               // --in-flight: children the model loop makes at once
   int64_t max_llm_calls = 0;       // --max-llm-calls (0: the config's budget)
   int64_t max_tokens = 0;          // --max-tokens
   double max_cost = 0;             // --max-cost: US dollars

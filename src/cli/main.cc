@@ -145,6 +145,7 @@ int main(int argc, char** argv) {
     optimize->add_option("--prompts", optimize_flags.prompts, "prompt template folder (default: kernelpro's prompts/)");
     optimize->add_flag("--no-tools", optimize_flags.no_tools, "do not offer the coder tools (compile_check)");
     optimize->add_option("--feedback", optimize_flags.feedback, "what the model sees of a profile: tools (default), raw-metrics or none");
+    optimize->add_option("--in-flight", optimize_flags.in_flight, "with a model: candidates in flight at once, the model writing one while the GPU measures another (default 2, 1: one after another)")->check(CLI::PositiveNumber);
     optimize->add_option("--max-llm-calls", optimize_flags.max_llm_calls, "stop after this many LLM calls")->check(CLI::NonNegativeNumber);
     optimize->add_option("--max-tokens", optimize_flags.max_tokens, "stop after this many LLM tokens")->check(CLI::NonNegativeNumber);
     optimize->add_option("--max-cost", optimize_flags.max_cost, "stop after this many US dollars of LLM calls")->check(CLI::NonNegativeNumber);

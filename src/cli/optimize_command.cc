@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
+#include "build/builder.h"
 #include "cli/cli_support.h"
 #include "cli/commands.h"
-#include "build/builder.h"
 #include "driver/optimize_session.h"
 #include "report/eval_report.h"
 #include "task/native_task_loader.h"
@@ -40,6 +40,7 @@ Result<driver::OptimizeOptions> optimize_options(const OptimizeFlags& flags, con
   o.max_gpu_s = flags.gpu_seconds;
   o.build_ahead = flags.build_ahead;
   o.feedback = flags.feedback;
+  o.in_flight = flags.in_flight;
   o.memory = flags.memory.empty() ? data_dir() / "memory.db" : fs::path(flags.memory);
   KP_TRY(o.reward.objective, search::objective_from_string(flags.objective));
   KP_TRY(auto strategy, search::make_strategy(flags.search));
@@ -74,7 +75,9 @@ int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   hooks.record = [&](const eval::EvalResult& r) { return report::eval_to_json(*task, r).dump(); };
   // Compiling ahead, with a builder of its own over the same cache and flags as the evaluator's.
   build::Builder ahead(build_options(common));
-  hooks.prebuild = [&](const fs::path& cu) { (void)ahead.build(build::BuildRequest{cu, task->candidate_libraries, {}}); };
+  hooks.prebuild = [&](const fs::path& cu) {
+    (void)ahead.build(build::BuildRequest{cu, task->candidate_libraries, {}});
+  };
   hooks.interrupted = [] { return g_interrupted.load(); };
 
   g_interrupted = false;
@@ -97,9 +100,10 @@ int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
         r.reference_seconds / r.best_seconds, r.reference_seconds * 1e3);
     std::cout << fmt::format("{} candidate(s) evaluated in this run, {} in the tree; stopped: {}; {}\n", r.evaluated,
                              r.nodes, r.stopped, r.best_source.string());
-    std::cout << fmt::format("time: {:.1f} s wall = {:.1f} s build + {:.1f} s GPU worker + {:.1f} s search and store; "
-                             "{} point(s) compiled ahead in {:.1f} s, beside the evaluations\n",
-                             r.wall_s, r.build_s, r.worker_s, r.wall_s - r.build_s - r.worker_s, r.built_ahead, r.ahead_s);
+    std::cout << fmt::format(
+        "time: {:.1f} s wall = {:.1f} s build + {:.1f} s GPU worker + {:.1f} s search and store; "
+        "{} point(s) compiled ahead in {:.1f} s, beside the evaluations\n",
+        r.wall_s, r.build_s, r.worker_s, r.wall_s - r.build_s - r.worker_s, r.built_ahead, r.ahead_s);
     if (r.stopped == "interrupted" || r.stopped == "budget")
       std::cout << fmt::format("Continue it with: kernelpro optimize {} --run-dir {} --resume\n", flags.task,
                                o.run_dir.string());
