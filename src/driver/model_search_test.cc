@@ -221,29 +221,31 @@ TEST(ModelSearch, TheModelWritesTheNextCandidateWhileTheGpuMeasuresOne) {
   for (int in_flight : {2, 1}) {
     SCOPED_TRACE(fmt::format("in flight {}", in_flight));
     Harness h;
-    std::atomic<int> asked{0};
+    std::atomic<int> coders{0};  // coder requests received so far: one per child written
     std::atomic<int> plans{0};
     ServedModel model(h.prompts, [&](const testing::ReceivedRequest& req) -> testing::CannedResponse {
-      ++asked;
       const std::string text = user_text(req.body);
       if (text.find("Choose the next") != std::string::npos)
         return {.body = openai_completion(fmt::format(R"({{"direction": "direction {}", "why": "w"}})", ++plans))};
+      ++coders;
       std::smatch m;
       std::regex_search(text, m, std::regex("## What to change this time\ndirection ([0-9]+)"));
       return {.body = openai_completion(kernel("FAST" + m[1].str()))};
     });
     FakeGpu gpu;
     auto hooks = gpu.hooks();
-    // Each child's evaluation but the last waits for the model to be asked something meanwhile
-    // (up to 5 s with two in flight; 0.2 s with one, where nothing may come).
+    // While the GPU measures child k (k = 1, 2) the model must be writing child k + 1: the
+    // evaluation waits for that coder request (up to 30 s with two in flight, however loaded the
+    // machine; 0.2 s with one, where it can only come after this evaluation). The count, not the
+    // timing, is what is asserted, so a slow machine cannot fail it.
     int children = 0, overlapped = 0;
     hooks.evaluate = [&](const fs::path& cu, const fs::path&, bool root) {
       if (!root && ++children < 3) {
-        const int before = asked.load();
-        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(in_flight > 1 ? 5000 : 200);
-        while (asked.load() == before && std::chrono::steady_clock::now() < until)
+        const int next = children + 1;
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(in_flight > 1 ? 30000 : 200);
+        while (coders.load() < next && std::chrono::steady_clock::now() < until)
           std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        if (asked.load() > before) ++overlapped;
+        if (coders.load() >= next) ++overlapped;
       }
       return gpu.evaluate(cu);
     };
