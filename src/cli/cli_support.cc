@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "report/eval_report.h"
+#include "util/hash.h"
 
 namespace kp::cli {
 
@@ -43,7 +44,26 @@ build::BuildOptions build_options(const CommonFlags& c) {
   b.cache_dir = c.cache_dir.empty() ? default_cache_dir() : fs::path(c.cache_dir);
   // The ABI header: installed beside the binary's source tree.
   b.include_dir = fs::path(KP_SOURCE_DIR) / "include";
+  // CUTLASS, for the candidates that include its headers; found when the first one is built.
+  b.find_cutlass = [c]() -> Result<build::CutlassHeaders> {
+    KP_TRY(auto found, locate_cutlass(c));
+    build::CutlassHeaders h{{found.include}, found.version};
+    if (!found.util_include.empty()) h.include_dirs.push_back(found.util_include);
+    return h;
+  };
   return b;
+}
+
+Result<codesearch::Cutlass> locate_cutlass(const CommonFlags& c) {
+  const char* env = std::getenv("CUTLASS_PATH");
+  return codesearch::find_cutlass(c.cutlass, env ? env : "", {fs::path(KP_SOURCE_DIR) / ".kp-tools" / "python"});
+}
+
+fs::path cutlass_index_path(const codesearch::Cutlass& cutlass, const std::string& flag) {
+  if (!flag.empty()) return flag;
+  return default_cache_dir().parent_path() / "cutlass" /
+         fmt::format("index-{}-{}.db", cutlass.version.empty() ? "unknown" : cutlass.version,
+                     sha256_hex(cutlass.root.string()).substr(0, 12));
 }
 
 fs::path data_dir() {

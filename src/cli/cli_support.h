@@ -7,6 +7,7 @@
 #include <string>
 
 #include "build/builder.h"
+#include "codesearch/index.h"
 #include "cli/commands.h"
 #include "eval/eval_options.h"
 #include "eval/evaluator.h"
@@ -29,6 +30,11 @@ std::filesystem::path self_dir();
 // $XDG_CACHE_HOME/kernelpro/build, else ~/.cache/kernelpro/build.
 std::filesystem::path default_cache_dir();
 build::BuildOptions build_options(const CommonFlags& c);
+// CUTLASS for CuTe candidates and the code index: --cutlass, CUTLASS_PATH, or the nvidia-cutlass
+// package (scripts/setup.sh's copy in .kp-tools/python first, then python3's).
+Result<codesearch::Cutlass> locate_cutlass(const CommonFlags& c);
+// The code index of `cutlass`: `flag` when given, else under the cache directory, one per root.
+std::filesystem::path cutlass_index_path(const codesearch::Cutlass& cutlass, const std::string& flag);
 // kernelpro's data folder: $XDG_DATA_HOME/kernelpro, else ~/.local/share/kernelpro.
 std::filesystem::path data_dir();
 // Where `kernelpro calibrate` stores ceilings: the flag (--store, --calibration) when given,

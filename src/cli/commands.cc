@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include <fmt/format.h>
@@ -23,6 +24,8 @@
 #include "agent/agents.h"
 #include "llm/llm_config.h"
 #include "build/builder.h"
+#include "build/diagnostics.h"
+#include "codesearch/index.h"
 #include "driver/profile_session.h"
 #include "profile/calibration.h"
 #include "profile/ncu/ncu_runner.h"
@@ -197,14 +200,13 @@ int run_doctor(const CommonFlags& common) {
     line(false, "counters", "cannot read /proc/driver/nvidia/params (no NVIDIA driver)", "install the NVIDIA driver");
   }
 
-  std::string cutlass;
-  if (const char* p = std::getenv("CUTLASS_PATH"); p && fs::exists(fs::path(p) / "include" / "cute")) cutlass = p;
-  if (cutlass.empty()) {
-    auto py = probe({"python3", "-c", "import cutlass_library, os; print(os.path.join(os.path.dirname(cutlass_library.__file__), 'source'))"});
-    if (py && fs::exists(fs::path(*py) / "include" / "cute")) cutlass = *py;
-  }
-  line(!cutlass.empty(), "cutlass", cutlass.empty() ? "not found" : cutlass,
-       "pip install nvidia-cutlass, or set CUTLASS_PATH to a CUTLASS checkout (needed for CuTe candidates only)");
+  auto cutlass = locate_cutlass(common);
+  line(cutlass.ok(), "cutlass",
+       cutlass.ok() ? fmt::format("{} at {} ({})", cutlass->version.empty() ? "version unknown" : cutlass->version,
+                                  cutlass->root.string(), cutlass->found_by)
+                    : cutlass.error().message,
+       "run scripts/setup.sh (installs nvidia-cutlass), pass --cutlass DIR, or set CUTLASS_PATH to a CUTLASS "
+       "checkout (needed for CuTe candidates and `kernelpro cutlass` only)");
   std::printf("\n%s\n", problems == 0 ? "ready" : fmt::format("{} item(s) missing; see the fixes above", problems).c_str());
   return dev.ok() && nvcc ? kExitOk : (nvcc ? kExitNotRun : kExitInternal);
 }
@@ -583,10 +585,52 @@ std::optional<std::string> gpu_words(eval::Evaluator& evaluator) {
                      dev->memory_bytes / 1073741824.0);
 }
 
+// The coder's CUTLASS/CuTe tools, when a CUTLASS is found: search (the index is brought up to
+// date on the first search of the run), read by line range, list a directory. Errors come
+// back as the tool's answer, for the model to read.
+void add_code_tools(agent::CoderTools& tools, const CommonFlags& common) {
+  auto cutlass = locate_cutlass(common);
+  if (!cutlass.ok()) return;
+  struct Shared {
+    codesearch::Cutlass cutlass;
+    fs::path db;
+    std::mutex mutex;
+    std::optional<codesearch::Index> index;  // guarded by mutex
+  };
+  auto shared = std::make_shared<Shared>();
+  shared->cutlass = *cutlass;
+  shared->db = cutlass_index_path(*cutlass, "");
+  tools.cutlass_version = cutlass->version;
+  tools.search_code = [shared](const std::string& query) -> std::string {
+    std::lock_guard<std::mutex> lock(shared->mutex);
+    if (!shared->index) {
+      auto index = codesearch::Index::open(shared->db);
+      if (!index.ok()) return "the code index cannot be opened: " + index.error().message;
+      if (auto s = index->update(shared->cutlass); !s.ok()) return "the code index cannot be built: " + s.error().message;
+      shared->index.emplace(std::move(*index));
+    }
+    auto hits = shared->index->search(query, {.limit = 6, .per_file = 1, .snippet_lines = 10});
+    if (!hits.ok()) return hits.error().message;
+    if (hits->empty()) return fmt::format("nothing in CUTLASS {} matches \"{}\"", shared->cutlass.version, query);
+    return codesearch::format_hits(*hits);
+  };
+  tools.read_code = [shared](const std::string& path, int start, int end) -> std::string {
+    auto text = codesearch::show_lines(shared->cutlass.root, path, start, end);
+    return text.ok() ? path + "\n" + *text : text.error().message;
+  };
+  tools.list_code = [shared](const std::string& dir) -> std::string {
+    auto entries = codesearch::list_dir(shared->cutlass.root, dir);
+    return entries.ok() ? join(*entries, "\n") : entries.error().message;
+  };
+}
+
 // The coder's compile_check: a draft built by `drafts` into RUN_DIR/drafts/draft-N.cu, answered
-// with the compile errors or ptxas' report. `drafts` must outlive the tools.
-agent::CoderTools draft_tools(build::Builder& drafts, const fs::path& run_dir, const task::Task& task) {
+// with the compile errors (cut to what matters) or ptxas' report; and the CUTLASS tools.
+// `drafts` must outlive the tools.
+agent::CoderTools draft_tools(build::Builder& drafts, const fs::path& run_dir, const task::Task& task,
+                              const CommonFlags& common) {
   agent::CoderTools tools;
+  add_code_tools(tools, common);
   auto count = std::make_shared<int>(0);
   tools.compile_check = [&drafts, run_dir, libs = task.candidate_libraries, count](const std::string& source) {
     const fs::path draft = run_dir / "drafts" / fmt::format("draft-{}.cu", ++*count);
@@ -595,7 +639,10 @@ agent::CoderTools draft_tools(build::Builder& drafts, const fs::path& run_dir, c
     if (!write_file(draft.string(), source).ok()) return std::string("could not write the draft");
     auto r = drafts.build(build::BuildRequest{draft, libs, {}});
     if (!r.ok()) return "not built: " + r.error().message;
-    if (!r->ok) return "compile errors:\n" + r->log;
+    if (!r->ok) {
+      const std::string summary = build::summarize_diagnostics(r->diagnostics, 5);
+      return "compile errors:\n" + (summary.empty() ? r->log : summary);
+    }
     return fmt::format("compiled. ptxas: {}", r->log.empty() ? "(no report)" : r->log);
   };
   return tools;
@@ -632,7 +679,7 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
   const eval::EvaluatorOptions eo = loop_evaluator_options(common, flags.eval, kernelbench, scratch->path());
   eval::Evaluator evaluator(eo);
   build::Builder drafts(build_options(common));
-  const agent::CoderTools tools = draft_tools(drafts, run_dir, *task);
+  const agent::CoderTools tools = draft_tools(drafts, run_dir, *task, common);
 
   driver::GenerateHooks hooks;
   hooks.evaluate = [&](const fs::path& cu, const fs::path& py) -> Result<eval::EvalResult> {
@@ -738,7 +785,7 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   // timed by an evaluator that allows that, made only when it is needed.
   std::unique_ptr<eval::Evaluator> root_evaluator;
   build::Builder drafts(build_options(common));
-  const agent::CoderTools tools = draft_tools(drafts, o.run_dir, *task);
+  const agent::CoderTools tools = draft_tools(drafts, o.run_dir, *task, common);
 
   bool tty = false;
   driver::ModelSearchHooks hooks;

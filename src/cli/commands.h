@@ -12,6 +12,7 @@ namespace kp::cli {
 
 struct CommonFlags {
   std::string arch, nvcc = "nvcc", cache_dir, worker;
+  std::string cutlass;  // --cutlass DIR (else CUTLASS_PATH, else the nvidia-cutlass package)
   bool json = false;
   bool keep_scratch = false;
 };
@@ -116,6 +117,16 @@ struct OptimizeFlags {
   double max_cost = 0;             // --max-cost: US dollars
 };
 int run_optimize(const OptimizeFlags& flags, const CommonFlags& common);
+
+// `kernelpro cutlass index|search|show|ls`: the CUTLASS/CuTe code index (codesearch/).
+struct CutlassFlags {
+  std::string action;              // index, search, show, ls
+  std::vector<std::string> words;  // search: the query; show: PATH:START-END; ls: a directory
+  std::string db;                  // --db: the index file (default under the cache directory)
+  int limit = 5;                   // --limit
+  int per_file = 1;                // --per-file
+};
+int run_cutlass(const CutlassFlags& flags, const CommonFlags& common);
 }  // namespace kp::cli
 namespace kp::driver {
 struct OptimizeOptions;

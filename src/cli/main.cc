@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
     sub->add_option("--worker", common.worker, "kp-worker binary (default: beside kernelpro)");
     sub->add_flag("--json", common.json, "print JSON instead of a table");
     sub->add_flag("--keep-scratch", common.keep_scratch, "keep the worker's scratch directory (logs)");
+    sub->add_option("--cutlass", common.cutlass, "CUTLASS checkout for CuTe candidates (default: $CUTLASS_PATH, else the nvidia-cutlass package)");
   };
 
   kp::cli::EvalFlags eval_flags;
@@ -211,6 +212,16 @@ int main(int argc, char** argv) {
   calibrate->add_flag("--json", common.json, "print JSON instead of a table");
   calibrate->add_flag("--keep-scratch", common.keep_scratch, "keep the worker's scratch directory (logs)");
 
+  kp::cli::CutlassFlags cutlass_flags;
+  CLI::App* cutlass = app.add_subcommand("cutlass", "search the CUTLASS/CuTe code: index, search QUERY, show PATH:START-END, ls DIR");
+  cutlass->add_option("action", cutlass_flags.action, "index, search, show or ls")->required()->check(CLI::IsMember({"index", "search", "show", "ls"}));
+  cutlass->add_option("words", cutlass_flags.words, "search: the query; show: PATH:START-END; ls: a directory under the CUTLASS root");
+  cutlass->add_option("--db", cutlass_flags.db, "the index file (default: ~/.cache/kernelpro/cutlass/index-<version>-<root>.db)");
+  cutlass->add_option("--limit", cutlass_flags.limit, "hits to show (default 5)")->check(CLI::PositiveNumber);
+  cutlass->add_option("--per-file", cutlass_flags.per_file, "hits of one file at most (default 1)")->check(CLI::PositiveNumber);
+  cutlass->add_option("--cutlass", common.cutlass, "CUTLASS checkout (default: $CUTLASS_PATH, else the nvidia-cutlass package)");
+  cutlass->add_flag("--json", common.json, "print JSON");
+
   CLI::App* doctor = app.add_subcommand("doctor", "is this machine ready? GPU, driver, nvcc, ncu, NVML, counters, CUTLASS");
   add_common(doctor);
 
@@ -239,6 +250,15 @@ int main(int argc, char** argv) {
     if (*optimize) return kp::cli::run_optimize(optimize_flags, common);
     if (*build) return kp::cli::run_build(build_flags, common);
     if (*doctor) return kp::cli::run_doctor(common);
+    if (*cutlass) {
+      if (cutlass_flags.action != "index" && cutlass_flags.action != "ls" && cutlass_flags.words.empty()) {
+        std::fprintf(stderr, "kernelpro cutlass %s: %s\n", cutlass_flags.action.c_str(),
+                     cutlass_flags.action == "search" ? "give a query, e.g. kernelpro cutlass search TMA load"
+                                                      : "give PATH:START-END, e.g. include/cute/tensor.hpp:1-40");
+        return 2;
+      }
+      return kp::cli::run_cutlass(cutlass_flags, common);
+    }
     if (*calibrate) return kp::cli::run_calibrate(calibrate_flags, common);
     if (*baseline) return kp::cli::run_baseline(baseline_flags);
   } catch (const std::exception& e) {
