@@ -56,6 +56,24 @@ if ! command -v cuobjdump >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/cuobjdum
   fi
 fi
 
+# CUTLASS and CuTe headers, for CuTe candidates (src/build/) and `kernelpro cutlass` code search
+# (src/codesearch/): NVIDIA's nvidia-cutlass wheel, which carries the headers under
+# cutlass_library/source/include and the utilities under source/tools/util/include. Pinned: the
+# retrieval benchmark's answers (bench/data/cutlass_queries.tsv) name files of this release.
+# --no-deps: only the headers are wanted, not the Python packages the wheel depends on. Skipped
+# when the user has a CUTLASS of their own (CUTLASS_PATH). A failure is a warning.
+cutlass_version=4.2.0.0
+if [ -z "${CUTLASS_PATH:-}" ] && [ ! -d "$kp_tools/nvidia_cutlass-$cutlass_version.dist-info" ]; then
+  echo "setup: installing CUTLASS $cutlass_version headers (nvidia-cutlass) from PyPI into $kp_tools"
+  if ! PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet \
+         --disable-pip-version-check --timeout 30 --retries 2 --no-deps --upgrade --target "$kp_tools" \
+         "nvidia-cutlass==$cutlass_version" ||
+     [ ! -f "$kp_tools/cutlass_library/source/include/cute/tensor.hpp" ]; then
+    echo "setup: warning: could not install nvidia-cutlass; CuTe candidates and \`kernelpro cutlass\`" \
+         "need one: set CUTLASS_PATH to a CUTLASS checkout or pass --cutlass DIR." >&2
+  fi
+fi
+
 jobs=$(nproc)
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" >/dev/null
 cmake --build "$BUILD_DIR" -j"$jobs"

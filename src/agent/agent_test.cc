@@ -3,6 +3,8 @@
 // client; the canned replies stand in for the model.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "agent/agents.h"
 #include "llm/client.h"
 #include "tests/support/fake_llm_server.h"
@@ -196,6 +198,66 @@ TEST(AgentRoles, CoderCallsToolsThenAnswers) {
   EXPECT_EQ(msgs[3]["role"], "tool");
   EXPECT_EQ(msgs[3]["tool_call_id"], "call_1");
   EXPECT_NE(msgs[3]["content"].get<std::string>().find("18 registers"), std::string::npos);
+}
+
+// The CUTLASS tools: the coder searches, reads a range (the model may write numbers as
+// strings), lists a directory and calls a tool it was not offered; the prompt says CuTe is
+// there only when the tools are.
+TEST(AgentRoles, CoderSearchesReadsAndListsCutlass) {
+  Rig rig;
+  auto call = [](const char* id, const char* name, const char* args) {
+    return json{{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", args}}}};
+  };
+  rig.server.push({.body = openai_completion(
+                       "", json::array({call("c1", "search_code", R"({"query":"TMA load of a tile"})"),
+                                        call("c2", "read_code",
+                                             R"({"path":"include/cute/atom/copy_traits_sm90_tma.hpp","start_line":10,"end_line":"20"})"),
+                                        call("c3", "list_code", R"({"dir":"include/cute/arch"})"),
+                                        call("c4", "run_analysis_tool", R"({"name":"x"})")}))});
+  rig.server.push({.body = openai_completion(kNativeCandidate)});
+  std::vector<std::string> seen;
+  CoderTools tools;
+  tools.cutlass_version = "4.2.0";
+  tools.search_code = [&](const std::string& q) {
+    seen.push_back("search " + q);
+    return std::string("include/cute/atom/copy_traits_sm90_tma.hpp:10-40  function make_tma_copy");
+  };
+  tools.read_code = [&](const std::string& path, int start, int end) {
+    seen.push_back(fmt::format("read {} {}-{}", path, start, end));
+    return std::string("   10  auto make_tma_copy(...)");
+  };
+  tools.list_code = [&](const std::string& dir) {
+    seen.push_back("list " + dir);
+    return std::string("mma_sm90.hpp");
+  };
+  Agents agents(*rig.client, rig.prompts, "m");
+  auto r = agents.write(gelu(), "", "", &tools);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(seen, (std::vector<std::string>{"search TMA load of a tile",
+                                            "read include/cute/atom/copy_traits_sm90_tma.hpp 10-20",
+                                            "list include/cute/arch"}));
+  EXPECT_EQ(r->tool_calls, 4);
+  json first = rig.request(0), second = rig.request(1);
+  std::vector<std::string> offered;
+  for (const auto& t : first["tools"]) offered.push_back(t["function"]["name"]);
+  EXPECT_EQ(offered, (std::vector<std::string>{"search_code", "read_code", "list_code"}));
+  EXPECT_EQ(first["tools"][1]["function"]["parameters"]["properties"]["start_line"]["type"], "integer");
+  const std::string prompt = first["messages"][1]["content"];
+  EXPECT_NE(prompt.find("CuTe and CUTLASS (CUTLASS 4.2.0) are on the include path"), std::string::npos) << prompt;
+  const auto& msgs = second["messages"];
+  EXPECT_NE(msgs[3]["content"].get<std::string>().find("make_tma_copy"), std::string::npos);
+  EXPECT_EQ(msgs[4]["content"], "   10  auto make_tma_copy(...)");
+  EXPECT_EQ(msgs[5]["content"], "mma_sm90.hpp");
+  EXPECT_EQ(msgs[6]["content"],
+            "unknown tool \"run_analysis_tool\"; the tools offered are: search_code, read_code, list_code");
+
+  // Without the code tools the prompt says nothing of CuTe.
+  Rig plain;
+  plain.server.push({.body = openai_completion(kNativeCandidate)});
+  CoderTools compile_only;
+  compile_only.compile_check = [](const std::string&) { return std::string("compiled"); };
+  ASSERT_TRUE(Agents(*plain.client, plain.prompts, "m").write(gelu(), "", "", &compile_only).ok());
+  EXPECT_EQ(plain.request(0)["messages"][1]["content"].get<std::string>().find("CuTe"), std::string::npos);
 }
 
 TEST(AgentRoles, CoderWithToolsOfferedStillRepairsWithinItsLimit) {

@@ -108,6 +108,8 @@ Result<CoderResult> Agents::write(const TaskBrief& task, const std::string& dire
   Vars v = task_vars(task);
   v["direction"] = direction;
   v["feedback"] = feedback;
+  if (o_.tools && tools && tools->search_code)
+    v["cutlass"] = tools->cutlass_version.empty() ? std::string("CUTLASS") : "CUTLASS " + tools->cutlass_version;
   auto text = prompts_.render(task.kind == TaskKind::kNative ? "coder_native" : "coder_kernelbench", v);
   if (!text) return text.error();
   ChatRequest req = request(*text);
@@ -130,9 +132,29 @@ Result<CoderResult> Agents::write(const TaskBrief& task, const std::string& dire
            json::parse(R"({"type":"object","properties":{"name":{"type":"string"}},"required":["name"]})")});
     if (tools->search_code)
       req.tools.push_back(
-          {"search_code", "Search CUTLASS and CuTe source for an identifier or a phrase; returns file:line hits.",
+          {"search_code",
+           "Search the CUTLASS and CuTe headers, examples and docs for an identifier or a phrase (\"TMA load of a "
+           "tile\", \"SM90_64x128x16_F32BF16BF16_SS\"). Returns the best-matching declarations, each with "
+           "path:start-end and its first lines; read one whole with read_code.",
            json::parse(R"({"type":"object","properties":{"query":{"type":"string"}},"required":["query"]})")});
+    if (tools->read_code)
+      req.tools.push_back(
+          {"read_code",
+           "Read numbered lines of a CUTLASS/CuTe file, by its path as search_code gives it "
+           "(include/cute/atom/copy_traits_sm90_tma.hpp) and a line range (at most 400 lines).",
+           json::parse(R"({"type":"object","properties":{"path":{"type":"string"},"start_line":{"type":"integer"},)"
+                       R"("end_line":{"type":"integer"}},"required":["path","start_line","end_line"]})")});
+    if (tools->list_code)
+      req.tools.push_back(
+          {"list_code",
+           "List a directory of the CUTLASS tree (include/cute/atom, examples); directories end with /.",
+           json::parse(R"({"type":"object","properties":{"dir":{"type":"string"}},"required":["dir"]})")});
   }
+  auto offered = [&] {
+    std::vector<std::string> names;
+    for (const auto& t : req.tools) names.push_back(t.name);
+    return names.empty() ? std::string("none") : join(names, ", ");
+  };
   // Tool rounds: run the calls, hand back the results, ask again. A reply without calls is the
   // answer, judged (and repaired) below.
   std::optional<ChatReply> answer;
@@ -150,6 +172,13 @@ Result<CoderResult> Agents::write(const TaskBrief& task, const std::string& dire
       auto arg = [&](const char* k) {
         return args.is_object() && args.contains(k) && args[k].is_string() ? args[k].get<std::string>() : "";
       };
+      // An integer, or one a model wrote as a string ("120"); 0 when absent.
+      auto number = [&](const char* k) -> int {
+        if (!args.is_object() || !args.contains(k)) return 0;
+        if (args[k].is_number()) return args[k].get<int>();
+        if (args[k].is_string()) return std::atoi(args[k].get<std::string>().c_str());
+        return 0;
+      };
       std::string out;
       if (args.is_discarded())
         out = "the arguments were not JSON: " + c.arguments_json.substr(0, 200);
@@ -159,8 +188,12 @@ Result<CoderResult> Agents::write(const TaskBrief& task, const std::string& dire
         out = tools->run_analysis_tool(arg("name"));
       else if (c.name == "search_code" && tools->search_code)
         out = tools->search_code(arg("query"));
+      else if (c.name == "read_code" && tools->read_code)
+        out = tools->read_code(arg("path"), number("start_line"), number("end_line"));
+      else if (c.name == "list_code" && tools->list_code)
+        out = tools->list_code(arg("dir"));
       else
-        out = fmt::format("unknown tool \"{}\"; the tools are: compile_check, run_analysis_tool, search_code", c.name);
+        out = fmt::format("unknown tool \"{}\"; the tools offered are: {}", c.name, offered());
       req.messages.push_back({Role::kTool, cut_log(out), {}, c.id});
     }
     if (round + 1 == o_.max_tool_rounds) {

@@ -48,7 +48,12 @@ struct TaskBrief {
 struct CoderTools {
   std::function<std::string(const std::string& source)> compile_check;  // nvcc on a draft
   std::function<std::string(const std::string& tool)> run_analysis_tool;  // an analyze tool by name
-  std::function<std::string(const std::string& query)> search_code;       // CUTLASS/CuTe (later)
+  // CUTLASS/CuTe code search (codesearch/): ranked declarations with path:lines, the numbered
+  // lines of a file by range, the entries of a directory; paths relative to the CUTLASS root.
+  std::function<std::string(const std::string& query)> search_code;
+  std::function<std::string(const std::string& path, int start_line, int end_line)> read_code;
+  std::function<std::string(const std::string& dir)> list_code;
+  std::string cutlass_version;  // of the headers the code tools read and candidates build with
   std::vector<std::string> analysis_tool_names;  // listed in the tool's description
 };
 

@@ -112,6 +112,11 @@ std::optional<fs::path> toolkit_lib_dir(const std::string& nvcc) {
 
 }  // namespace
 
+bool uses_cutlass(std::string_view source) {
+  static const std::regex include(R"re(^[ \t]*#[ \t]*include[ \t]*[<"](cute|cutlass)/)re", std::regex::multiline);
+  return std::regex_search(source.begin(), source.end(), include);
+}
+
 std::string arch_for_compute_capability(int major, int minor) {
   std::string base = fmt::format("sm_{}{}", major, minor);
   if ((major == 9 && minor == 0) || (major == 10 && minor == 0)) return base + "a";
@@ -222,6 +227,28 @@ Result<BuildResult> Builder::build(const BuildRequest& request) {
   cmd.push_back(fmt::format("-gencode=arch={},code={}", compute, arch));
   cmd.push_back("-I" + options_.include_dir.string());
   for (const auto& d : options_.include_dirs) cmd.push_back("-I" + d.string());
+  if (options_.find_cutlass && uses_cutlass(*source)) {
+    Result<CutlassHeaders> cutlass = CutlassHeaders{};
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!cutlass_) cutlass_ = options_.find_cutlass();
+      cutlass = *cutlass_;
+    }
+    if (!cutlass) {
+      // Not an error of kernelpro's: the candidate cannot be built here, and says why.
+      BuildResult r;
+      r.log = fmt::format("kernelpro: {} includes CuTe/CUTLASS headers, but {}\n", request.source.string(),
+                          cutlass.error().message);
+      r.diagnostics.push_back(Diagnostic{request.source.string(), 0, 0, Severity::kError, r.log, {},
+                                         DiagnosticTool::kDriver, ""});
+      r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return r;
+    }
+    cmd.push_back("--expt-relaxed-constexpr");
+    // The version is in the key through the command: other headers, another build.
+    cmd.push_back("-DKP_CUTLASS_VERSION=\"" + cutlass->version + "\"");
+    for (const auto& d : cutlass->include_dirs) cmd.push_back("-I" + d.string());
+  }
   for (const auto& [name, value] : tune) cmd.push_back(fmt::format("-D{}={}", name, value));
   for (const auto& f : options_.extra_flags) cmd.push_back(f);
   std::vector<std::string> link;

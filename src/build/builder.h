@@ -10,6 +10,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,12 @@ namespace kp::build {
 // imported_symbols (for the library policy) beside exports_kp_run.
 constexpr int kBuildMetaVersion = 2;
 
+// CUTLASS as the builder needs it: include directories and the version (part of the cache key).
+struct CutlassHeaders {
+  std::vector<std::filesystem::path> include_dirs;
+  std::string version;
+};
+
 struct BuildOptions {
   // The nvcc to run: a path, or a name searched in PATH. Default "nvcc".
   std::string nvcc = "nvcc";
@@ -37,9 +44,14 @@ struct BuildOptions {
   std::string arch;
   // Directory holding kernelpro/kp_abi.h. Default: the source tree's include/.
   std::filesystem::path include_dir;
-  // Extra include directories (CUTLASS later) and flags appended to every build.
+  // Extra include directories and flags appended to every build.
   std::vector<std::filesystem::path> include_dirs;
   std::vector<std::string> extra_flags;
+  // CUTLASS, for a candidate that includes <cute/...> or <cutlass/...>: asked once, when the
+  // first such candidate is built, which also gets --expt-relaxed-constexpr (CuTe's constexpr
+  // functions are called from device code). Its error (no CUTLASS) becomes that candidate's
+  // compile error. Empty: such candidates are built without it (and fail to find the headers).
+  std::function<Result<CutlassHeaders>()> find_cutlass;
   // Cache root. Default: $XDG_CACHE_HOME/kernelpro/build or ~/.cache/kernelpro/build (the CLI
   // resolves it; library code reads no environment).
   std::filesystem::path cache_dir;
@@ -55,6 +67,9 @@ struct BuildRequest {
   std::vector<std::string> libraries;         // "cublas", "cublasLt", "cudnn", "curand", "cufft"
   std::map<std::string, long long> tune;      // KP_TUNE overrides; others take their default
 };
+
+// Whether a source includes CuTe or CUTLASS headers (#include <cute/...> or "cutlass/...").
+bool uses_cutlass(std::string_view source);
 
 // A declared KP_TUNE parameter: its name and allowed values, the first being the default.
 struct TuneParam {
@@ -116,6 +131,7 @@ class Builder {
   BuildOptions options_;
   std::mutex mutex_;
   std::string nvcc_version_;  // guarded by mutex_
+  std::optional<Result<CutlassHeaders>> cutlass_;  // guarded by mutex_: find_cutlass's answer
   std::unique_ptr<ArtifactCache> cache_;
   std::unique_ptr<ThreadPool> pool_;
 };

@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
+#include <map>
 
 #include <gtest/gtest.h>
 
+#include "profile/sass/cuobjdump.h"
 #include "sys/temp_dir.h"
 #include "task/native_task_loader.h"
 #include "tests/support/paths.h"
@@ -29,6 +32,7 @@ class BuilderToolchain : public ::testing::Test {
     o.arch = "sm_90a";  // fixed: CI has no GPU to ask
     o.cache_dir = cache_->path();
     o.jobs = 2;
+    o.find_cutlass = testing::cutlass_finder();
     return o;
   }
   std::unique_ptr<sys::TempDir> cache_;
@@ -43,6 +47,10 @@ TEST_F(BuilderToolchain, EveryExampleReferenceAndSeedBuildsWithEveryTuneValue) {
     auto task = task::load_native_task(entry.path());
     ASSERT_TRUE(task.ok()) << task.error().message;
     ++tasks;
+    if (auto seed = read_file(task->seed_path.value_or(fs::path()).string());
+        seed && uses_cutlass(*seed) && testing::cutlass_missing()) {
+      continue;  // CuteSeedBuildsToWgmmaAndTma reports it skipped, with the reason
+    }
     requests.push_back({task->reference_path, task->reference_libraries, {}});
     ASSERT_TRUE(task->seed_path) << task->name << " has no seed.cu";
     requests.push_back({*task->seed_path, task->candidate_libraries, {}});
@@ -52,7 +60,7 @@ TEST_F(BuilderToolchain, EveryExampleReferenceAndSeedBuildsWithEveryTuneValue) {
     for (const auto& p : *params)
       for (size_t v = 1; v < p.values.size(); ++v) requests.push_back(BuildRequest{*task->seed_path, task->candidate_libraries, {{p.name, p.values[v]}}});
   }
-  EXPECT_GE(tasks, 6u);
+  EXPECT_GE(tasks, 8u);
   auto results = builder.build_all(requests);
   for (size_t i = 0; i < results.size(); ++i) {
     ASSERT_TRUE(results[i].ok()) << requests[i].source << ": " << results[i].error().message;
@@ -62,6 +70,52 @@ TEST_F(BuilderToolchain, EveryExampleReferenceAndSeedBuildsWithEveryTuneValue) {
         << requests[i].source << ": no kernel in the ptxas report";
     for (const auto& [name, value] : requests[i].tune) EXPECT_EQ(results[i]->tune.at(name), value);
   }
+}
+
+// The CuTe example's seed: built with CUTLASS's include directories and CuTe's flag, for sm_90a,
+// into the Hopper instructions it is written for (wgmma, TMA loads, mbarrier waits) with no
+// register spills; a CuTe candidate where no CUTLASS can be found fails with what to do.
+TEST_F(BuilderToolchain, CuteSeedBuildsToWgmmaAndTma) {
+  if (auto why = testing::cutlass_missing()) GTEST_SKIP() << *why;
+  const fs::path seed = testing::examples_dir() / "gemm_bf16_cute" / "seed.cu";
+  Builder builder(options());
+  auto r = builder.build({seed, {}, {}});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r->ok) << r->log;
+  const std::string command = join(r->command, " ");
+  for (const std::string flag : {"-std=c++17", "--expt-relaxed-constexpr", "-gencode=arch=compute_90a,code=sm_90a",
+                                 "-DKP_CUTLASS_VERSION="})
+    EXPECT_NE(command.find(flag), std::string::npos) << flag << " missing from " << command;
+  for (const auto& dir : testing::cutlass_finder()().value().include_dirs)
+    EXPECT_NE(command.find("-I" + dir.string()), std::string::npos) << command;
+  ASSERT_FALSE(r->resources.kernels.empty());
+  for (const auto& k : r->resources.kernels) EXPECT_FALSE(k.has_spills()) << k.name;
+  EXPECT_EQ(r->log.find("C7514"), std::string::npos) << "ptxas serialized the wgmmas:\n" << r->log;
+  if (auto why = testing::cuobjdump_missing()) {
+    std::cout << "[ NOTE     ] SASS not checked: " << *why << "\n";
+  } else {
+    profile::SassToolOptions tools;
+    tools.search_dirs = {testing::kp_tools_python_dir()};
+    auto listing = profile::disassemble(tools, r->artifact);
+    ASSERT_TRUE(listing.ok()) << listing.error().message;
+    std::map<std::string, int> n;
+    for (const auto& f : listing->functions)
+      for (const auto& ins : f.instructions) ++n[ins.opcode];
+    EXPECT_GT(n["HGMMA"], 0) << "no wgmma in the SASS";
+    EXPECT_GT(n["UTMALDG"], 0) << "no TMA load in the SASS";
+    EXPECT_GT(n["SYNCS"], 0) << "no mbarrier operation in the SASS";
+  }
+
+  BuildOptions none = options();
+  none.find_cutlass = [] () -> Result<CutlassHeaders> {
+    return make_error(ErrorCode::kNotFound, "no CUTLASS found: pass --cutlass DIR");
+  };
+  auto missing = Builder(none).build({seed, {}, {}});
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->ok);
+  EXPECT_NE(missing->log.find("includes CuTe/CUTLASS headers, but no CUTLASS found: pass --cutlass DIR"),
+            std::string::npos)
+      << missing->log;
 }
 
 TEST_F(BuilderToolchain, SecondBuildIsACacheHitAndFlagsChangeTheKey) {

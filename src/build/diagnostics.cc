@@ -7,6 +7,8 @@
 #include <regex>
 #include <set>
 
+#include <fmt/format.h>
+
 namespace kp::build {
 namespace {
 
@@ -203,6 +205,79 @@ class LogParser {
   std::string ld_function_;           // ld's last "in function `f'", for the lines after it
 };
 
+// Deep template code (CuTe, CUTLASS, the standard library) makes EDG print an instantiation
+// chain of a dozen frames, each naming every template argument, and one mistake cascades into
+// many errors. What the debugger needs is the error, the library function the candidate called,
+// and the candidate's own line; the rest is cut, and cut lines say what was left out.
+constexpr size_t kMaxLineChars = 320;  // of one context line; the middle of a longer one goes
+constexpr size_t kKeptFrames = 3;      // a chain this short is shown whole
+
+const std::regex kFrame(R"(^\s+instantiation of (?:class )?".*" at line (\d+)(?: of (.+))?$)");
+// A CUTLASS/CuTe header by its path under the install: kept from include/ on, the path
+// `kernelpro cutlass show` and the coder's read_code tool take.
+const std::regex kCutlassPrefix(R"((?:/[^\s"/()]+)+/(include/(?:cute|cutlass)/))");
+
+// A header of a library: under an include/ directory (CUTLASS and CuTe, the C++ and CUDA
+// headers), where a candidate's own files never are.
+bool library_file(std::string_view path) {
+  return path.find("/include/") != std::string_view::npos || path.starts_with("include/");
+}
+
+std::string short_paths(const std::string& line) {
+  if (line.find("/include/cut") == std::string::npos) return line;
+  return std::regex_replace(line, kCutlassPrefix, "$1");
+}
+
+std::string cap(const std::string& line) {
+  if (line.size() <= kMaxLineChars) return line;
+  const size_t tail = kMaxLineChars / 3;
+  return line.substr(0, kMaxLineChars - tail - 7) + " [...] " + line.substr(line.size() - tail);
+}
+
+struct Trimmed {
+  Diagnostic d;
+  std::string origin;  // "file:line" of the candidate's frame, for an error in a library header
+};
+
+Trimmed trim_template_context(const Diagnostic& in) {
+  Trimmed t{in, ""};
+  Diagnostic& d = t.d;
+  d.file = short_paths(d.file);
+  d.message = cap(short_paths(d.message));
+  // The frames of the chain, innermost first: whether each is in the candidate's own code.
+  std::vector<size_t> frames;
+  std::vector<bool> own;
+  std::smatch m;
+  for (size_t i = 0; i < d.context.size(); ++i) {
+    if (!std::regex_match(d.context[i], m, kFrame)) continue;
+    const std::string file = m[2].matched ? m[2].str() : in.file;
+    frames.push_back(i);
+    own.push_back(!library_file(file));
+    if (own.back() && t.origin.empty() && library_file(in.file)) t.origin = file + ":" + m[1].str();
+  }
+  std::vector<bool> keep(d.context.size(), true);
+  if (frames.size() > kKeptFrames) {
+    const auto first_own = std::find(own.begin(), own.end(), true);
+    for (size_t f = 1; f < frames.size(); ++f) {
+      const bool called_by_own = first_own != own.end() && f + 1 == static_cast<size_t>(first_own - own.begin());
+      keep[frames[f]] = own[f] || called_by_own;
+    }
+  }
+  std::vector<std::string> context;
+  for (size_t i = 0; i < d.context.size();) {
+    if (keep[i]) {
+      context.push_back(cap(short_paths(d.context[i++])));
+      continue;
+    }
+    size_t n = 0;
+    while (i < d.context.size() && !keep[i]) ++n, ++i;
+    context.push_back(fmt::format("            ... ({} more instantiation{} inside library headers)", n,
+                                  n == 1 ? "" : "s"));
+  }
+  d.context = std::move(context);
+  return t;
+}
+
 std::string format_one(const Diagnostic& d) {
   std::string out = d.file.empty() ? to_string(d.tool) : d.file;
   if (d.line > 0) out.append(":").append(std::to_string(d.line));
@@ -272,14 +347,32 @@ std::string summarize_diagnostics(const std::vector<Diagnostic>& diagnostics, si
   };
   std::vector<Group> groups;
   std::set<std::string> seen;
+  // An error inside a library header from a candidate's line that already has one shown is
+  // the same mistake cascading: counted, not shown.
+  std::map<std::string, size_t> cascaded;  // the candidate's line -> errors folded into it
+  std::vector<std::string> origins;        // in log order
   for (size_t i = 0; i < diagnostics.size();) {
     const Diagnostic& head = diagnostics[i++];
-    Group group{&head, format_one(head)};
+    const Trimmed trimmed = trim_template_context(head);
+    Group group{&head, format_one(trimmed.d)};
+    // EDG prints the instantiation chain after the error's last note: the origin may be there.
+    std::string origin = trimmed.origin;
     while (head.severity != Severity::kNote && i < diagnostics.size() &&
            diagnostics[i].severity == Severity::kNote) {
-      group.text += format_one(diagnostics[i++]);
+      const Trimmed note = trim_template_context(diagnostics[i++]);
+      group.text += format_one(note.d);
+      if (origin.empty()) origin = note.origin;
     }
-    if (seen.insert(group.text).second) groups.push_back(std::move(group));
+    if (!seen.insert(group.text).second) continue;
+    if (head.severity == Severity::kError && !origin.empty()) {
+      auto [at, first] = cascaded.try_emplace(origin, 0);
+      if (!first) {
+        ++at->second;
+        continue;
+      }
+      origins.push_back(origin);
+    }
+    groups.push_back(std::move(group));
   }
   // Severity lists the kinds from most to least important.
   std::stable_sort(groups.begin(), groups.end(),
@@ -301,6 +394,12 @@ std::string summarize_diagnostics(const std::vector<Diagnostic>& diagnostics, si
                 (n == 1 ? "" : "s");
     }
     out += "... " + counts + " not shown\n";
+  }
+  for (const auto& origin : origins) {
+    const size_t n = cascaded[origin];
+    if (n > 0)
+      out += fmt::format("... {} more error{} from the same instantiation at {} not shown\n", n, n == 1 ? "" : "s",
+                         origin);
   }
   return out;
 }

@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "util/strings.h"
 
 namespace kp::build {
 namespace {
@@ -305,6 +308,36 @@ TEST(SummarizeDiagnosticsTest, NotesStayWithTheirErrorAndToolsNameUnlocatedOnes)
             "max)\n");
   EXPECT_EQ(summarize_diagnostics(parse_file("nvcc/undefined_reference.log"), 5),
             "ld: error: undefined reference to `missing_host_helper'\nin function `main'\n");
+}
+
+// A CuTe candidate that gives make_tma_copy the three-mode (stage) shared-memory layout instead
+// of one stage's (cute_tma_rank.cu:322, built against the nvidia-cutlass 4.2 headers): nine
+// errors and 29 KB of instantiation chains, every one from that line.
+TEST(SummarizeDiagnosticsTest, DeepTemplateErrorsAreCutToTheErrorTheCallAndTheCandidatesLine) {
+  const std::string log = read_log("nvcc/cute_tma_rank.log");
+  const auto d = parse_nvcc_diagnostics(log);
+  ASSERT_EQ(std::count_if(d.begin(), d.end(), [](const Diagnostic& x) { return x.severity == Severity::kError; }), 9);
+  const std::string text = summarize_diagnostics(d, 5);
+  EXPECT_LT(text.size(), 2500u) << text;
+  EXPECT_GT(log.size(), 25000u);
+  // The first error, at its CUTLASS-relative path (what `kernelpro cutlass show` reads) ...
+  EXPECT_TRUE(text.starts_with("include/cute/layout.hpp:1150:5: error: static assertion failed\n")) << text;
+  EXPECT_NE(text.find("static_assert(tuple_size<Tiler>::value <= Layout<LShape,LStride>::rank);"), std::string::npos);
+  // ... the innermost frame, the CuTe function the candidate called, and the candidate's line.
+  EXPECT_NE(text.find("instantiation of \"auto cute::composition("), std::string::npos) << text;
+  EXPECT_NE(text.find("instantiation of \"auto cute::make_tma_copy(const CopyOp &, const cute::Tensor<GEngine, "
+                      "GLayout> &, const SLayout &) [with"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("at line 322 of cute_tma_rank.cu"), std::string::npos) << text;
+  EXPECT_NE(text.find("... (1 more instantiation inside library headers)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("dist-packages"), std::string::npos) << "install prefixes are cut";
+  // The other eight come from the same line: counted, not shown.
+  EXPECT_TRUE(text.ends_with("... 8 more errors from the same instantiation at cute_tma_rank.cu:322 not shown\n"))
+      << text;
+  for (const auto& line : split_lines(text)) EXPECT_LE(line.size(), 320u) << line;
+  // The parsed diagnostics keep everything: only the summary is cut.
+  EXPECT_NE(d[0].file.find("dist-packages"), std::string::npos);
 }
 
 TEST(SummarizeDiagnosticsTest, DuplicatesShownOnceAndEmptyIsEmpty) {

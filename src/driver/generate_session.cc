@@ -1,5 +1,7 @@
 #include "driver/generate_session.h"
 
+#include "build/diagnostics.h"
+
 #include <algorithm>
 #include <optional>
 
@@ -58,7 +60,12 @@ Result<agent::TaskBrief> task_brief(const task::Task& task, const std::string& g
 
 std::string failure_diagnostics(const eval::EvalResult& r) {
   std::string out;
-  if (r.candidate_build && !r.candidate_build->ok) return r.candidate_build->log;
+  // A compile error, cut to what matters (deep CuTe/CUTLASS instantiation chains are most of
+  // a log); the raw log only when nothing in it parsed as a diagnostic.
+  if (r.candidate_build && !r.candidate_build->ok) {
+    const std::string summary = build::summarize_diagnostics(r.candidate_build->diagnostics, 5);
+    return summary.empty() ? r.candidate_build->log : "compile errors:\n" + summary;
+  }
   out = r.reason + "\n";
   if (!r.candidate_stderr.empty()) out += "stderr of the candidate:\n" + r.candidate_stderr + "\n";
   if (r.report)

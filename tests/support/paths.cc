@@ -1,5 +1,6 @@
 #include "tests/support/paths.h"
 
+#include "codesearch/index.h"
 #include "eval/worker_client.h"
 #include "profile/sass/cuobjdump.h"
 #include "sys/subprocess.h"
@@ -7,6 +8,8 @@
 #include "util/strings.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 namespace kp::testing {
 
@@ -54,6 +57,27 @@ std::optional<std::string> cuobjdump_missing() {
   if (!found.ok()) return found.error().message;
   return std::nullopt;
 }
+
+namespace {
+Result<build::CutlassHeaders> find_cutlass_here() {
+  const char* env = std::getenv("CUTLASS_PATH");
+  KP_TRY(auto c, codesearch::find_cutlass("", env ? env : "", {kp_tools_python_dir()}));
+  build::CutlassHeaders h{{c.include}, c.version};
+  if (!c.util_include.empty()) h.include_dirs.push_back(c.util_include);
+  return h;
+}
+}  // namespace
+
+std::optional<std::string> cutlass_missing() {
+  static const std::optional<std::string> cached = []() -> std::optional<std::string> {
+    auto found = find_cutlass_here();
+    if (!found.ok()) return found.error().message;
+    return std::nullopt;
+  }();
+  return cached;
+}
+
+std::function<Result<build::CutlassHeaders>()> cutlass_finder() { return find_cutlass_here; }
 
 fs::path tiny_gelu(const fs::path& dir) {
   fs::create_directories(dir);

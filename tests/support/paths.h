@@ -5,6 +5,11 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
+#include <functional>
+
+#include "build/builder.h"
+#include "util/result.h"
 
 namespace kp::testing {
 
@@ -24,6 +29,12 @@ std::optional<std::string> gpu_missing();
 std::filesystem::path kp_tools_python_dir();
 // Why cuobjdump cannot be found (PATH, /usr/local/cuda/bin, kp_tools_python_dir()), or nullopt.
 std::optional<std::string> cuobjdump_missing();
+
+// CUTLASS as kernelpro would find it here (CUTLASS_PATH, else the nvidia-cutlass wheel that
+// scripts/setup.sh puts in kp_tools_python_dir()), as the builder takes it; why not, if missing.
+std::optional<std::string> cutlass_missing();
+// The builder's finder for CuTe candidates (BuildOptions::find_cutlass).
+std::function<Result<build::CutlassHeaders>()> cutlass_finder();
 
 // Writes into dir a copy of examples/gelu with N = 4096: a call of a few microseconds, timed by
 // graph replay. Returns dir. Fails the calling test when the example has changed shape.
