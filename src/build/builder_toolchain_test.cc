@@ -86,7 +86,9 @@ TEST_F(BuilderToolchain, CuteSeedBuildsToWgmmaAndTma) {
   for (const std::string flag : {"-std=c++17", "--expt-relaxed-constexpr", "-gencode=arch=compute_90a,code=sm_90a",
                                  "-DKP_CUTLASS_VERSION="})
     EXPECT_NE(command.find(flag), std::string::npos) << flag << " missing from " << command;
-  for (const auto& dir : testing::cutlass_finder()().value().include_dirs)
+  const auto headers = testing::cutlass_finder()();  // held: a range-for over a temporary's value dangles
+  ASSERT_TRUE(headers.ok()) << headers.error().message;
+  for (const auto& dir : headers->include_dirs)
     EXPECT_NE(command.find("-I" + dir.string()), std::string::npos) << command;
   ASSERT_FALSE(r->resources.kernels.empty());
   for (const auto& k : r->resources.kernels) EXPECT_FALSE(k.has_spills()) << k.name;
