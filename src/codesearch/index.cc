@@ -30,6 +30,17 @@ constexpr double kNewerArchWeight = 0.7;
 // iterators and warp-level MMAs of Volta to Ampere, which CuTe atoms replace on Hopper.
 constexpr double kLegacyLevelWeight = 0.85;
 
+// A file is ranked by its best chunk plus this share of each of its next two: the file that
+// defines a thing has several chunks about it (the class, its members), one that only mentions
+// it has one. Example: chunks scoring -10, -8 and -6 in one file give -14.2, and outrank a file
+// whose single chunk scores -12.
+constexpr double kFileRestWeight = 0.3;
+// A chunk's score is raised by up to this share when its file's name is made of the query's
+// words: "epilogue with TMA store warp specialized" and sm90_epilogue_tma_warpspecialized.hpp
+// (every part but the architecture in the query: x1.2) against its _array_ twin (three of four
+// parts: x1.15).
+constexpr double kFileNameWeight = 0.2;
+
 // The highest smNN in a path ("sm100_tile_scheduler.hpp": 100), 0 if none.
 int path_arch(const std::string& path) {
   int best = 0;
@@ -45,6 +56,18 @@ int path_arch(const std::string& path) {
 
 bool legacy_level_folder(const std::string& path) {
   return path.find("/threadblock/") != std::string::npos || path.find("/warp/") != std::string::npos;
+}
+
+// The share of the parts of the file's name (its stem split like an identifier; architecture
+// tags like sm90 and single letters left out) that are words of the query, 0 to 1.
+double file_name_coverage(const std::string& path, const std::set<std::string>& query_words) {
+  int parts = 0, in_query = 0;
+  for (const auto& p : identifier_parts(fs::path(path).stem().string())) {
+    if (p.size() < 2 || path_arch(p) > 0) continue;
+    ++parts;
+    if (query_words.count(p)) ++in_query;
+  }
+  return parts == 0 ? 0.0 : static_cast<double>(in_query) / parts;
 }
 
 bool has_cute(const fs::path& include) {
@@ -331,7 +354,8 @@ std::string fts_query(const std::string& query) {
   std::vector<std::string> terms;
   std::set<std::string> have;
   auto add = [&](const std::string& t) {
-    if (t.empty() || stopwords().count(t) || !have.insert(t).second) return;
+    // A single letter (the A, B, C of a GEMM) is in nearly every chunk's tokens: noise to BM25.
+    if (t.size() < 2 || stopwords().count(t) || !have.insert(t).second) return;
     terms.push_back(t);
   };
   for (const auto& t : split(code_tokens(query), ' ')) {
@@ -384,7 +408,7 @@ Result<std::vector<Hit>> Index::search(const std::string& query, const SearchOpt
     if (legacy_level_folder(h.path)) h.score *= kLegacyLevelWeight;
     hits.push_back(std::move(h));
   }
-  std::stable_sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) { return a.score < b.score; });
+  rank_by_file(hits, query);
   std::vector<Hit> kept;
   for (auto& h : hits) {
     if (++per_file[h.path] > std::max(1, o.per_file)) continue;
@@ -398,6 +422,27 @@ Result<std::vector<Hit>> Index::search(const std::string& query, const SearchOpt
     if (text) h.snippet = *text;
   }
   return hits;
+}
+
+void rank_by_file(std::vector<Hit>& hits, const std::string& query) {
+  std::set<std::string> words;  // as written, for the file names (the index's tokens are stemmed)
+  for (const auto& t : split(code_tokens(query), ' ')) words.insert(std::string(t));
+  if (words.count("warp") && (words.count("specialized") || words.count("specialization"))) words.insert("warpspecialized");
+  for (auto& h : hits) h.score *= 1.0 + kFileNameWeight * file_name_coverage(h.path, words);
+  std::stable_sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) { return a.score < b.score; });
+  std::map<std::string, double> file_score;
+  std::map<std::string, int> seen;
+  for (const auto& h : hits) {
+    const int k = seen[h.path]++;
+    if (k == 0)
+      file_score[h.path] = h.score;
+    else if (k <= 2)
+      file_score[h.path] += kFileRestWeight * h.score;
+  }
+  std::stable_sort(hits.begin(), hits.end(), [&](const Hit& a, const Hit& b) {
+    const double fa = file_score[a.path], fb = file_score[b.path];
+    return fa != fb ? fa < fb : a.score < b.score;
+  });
 }
 
 std::string format_hits(const std::vector<Hit>& hits) {

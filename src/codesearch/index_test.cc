@@ -224,6 +224,34 @@ TEST(FtsQuery, AddsOtherNamesDropsStopwordsAndNamesArchitecturesByNumber) {
   EXPECT_NE(fts_query("cp async copy").find("\"cp_async\""), std::string::npos);
   EXPECT_EQ(fts_query("\"; DROP TABLE fts; --"), "\"drop\" OR \"table\" OR \"fts\"") << "only words reach FTS5";
   EXPECT_EQ(fts_query("of the a"), "");
+  // The A, B and C of a GEMM are single letters in nearly every chunk: not searched for.
+  EXPECT_EQ(fts_query("partition of A B and C fragments"), "\"partition\" OR \"fragments\"");
+}
+
+// Files, not chunks, are what a search ranks: the one whose name is the query's words before a
+// twin that scores a little better on its text, and the one with several chunks about the query
+// (a class and its members) before one with a single better chunk.
+TEST(RankByFile, TheFileNamedByTheQueryAndTheFileWithMoreChunksAboutItComeFirst) {
+  auto hit = [](std::string path, double score) { return Hit{std::move(path), 1, 2, "struct", "X", score, ""}; };
+  const std::string base = "include/cutlass/epilogue/collective/sm90_epilogue_tma_warpspecialized.hpp";
+  const std::string array = "include/cutlass/epilogue/collective/sm90_epilogue_array_tma_warpspecialized.hpp";
+  std::vector<Hit> named = {hit(array, -10.3), hit(base, -10.0)};
+  rank_by_file(named, "epilogue with TMA store warp specialized");
+  EXPECT_EQ(paths(named), (std::vector<std::string>{base, array}))
+      << "x1.2 for every part of its name (-12.0) against x1.15 for three of four (-11.8)";
+
+  std::vector<Hit> chunks = {hit("include/a.hpp", -12), hit("include/b.hpp", -10), hit("include/b.hpp", -8),
+                             hit("include/b.hpp", -6), hit("include/b.hpp", -5)};
+  rank_by_file(chunks, "query words");
+  EXPECT_EQ(paths(chunks), (std::vector<std::string>{"include/b.hpp", "include/b.hpp", "include/b.hpp", "include/b.hpp",
+                                                      "include/a.hpp"}))
+      << "b: -10 + 0.3 x (-8 - 6) = -14.2 against a's -12; its fourth chunk does not count";
+  EXPECT_EQ(chunks[0].score, -10) << "chunks keep their own score, best first within the file";
+
+  std::vector<Hit> fourth = {hit("include/a.hpp", -14.3), hit("include/b.hpp", -10), hit("include/b.hpp", -8),
+                             hit("include/b.hpp", -6), hit("include/b.hpp", -5)};
+  rank_by_file(fourth, "query words");
+  EXPECT_EQ(fourth[0].path, "include/a.hpp") << "-14.3 beats b's -14.2: only two more chunks of a file count";
 }
 
 TEST(ShowLines, NumberedLinesOfAFileUnderTheRootOnly) {
