@@ -18,3 +18,24 @@ done
 mkdir -p gpu-carry/lib
 for lib in $(ldd "$BUILD"/tests/kp_e2e_tests 2>/dev/null | awk '/httplib/ {print $3}'); do cp -L "$lib" gpu-carry/lib/; done
 du -sh gpu-carry
+# SLIM=1: without the benchmarks and the unit and toolchain tests, which need no GPU (room for
+# the rest within the device tool's 64 MiB).
+if [ "${SLIM:-0}" = 1 ]; then
+  rm -rf "gpu-carry/$BUILD/bench" "gpu-carry/$BUILD/tests/kp_unit_tests" "gpu-carry/$BUILD/tests/kp_toolchain_tests"
+fi
+# CUTLASS=1: the CUTLASS headers the CuTe example's seed includes (every KP_TUNE point), as
+# listed by nvcc -M, in gpu-carry/cutlass: set CUTLASS_PATH to it there. The whole include tree
+# (27 MiB) would not fit beside the build.
+if [ "${CUTLASS:-0}" = 1 ]; then
+  root=.kp-tools/python/cutlass_library/source
+  [ -n "${CUTLASS_PATH:-}" ] && root=$CUTLASS_PATH
+  PATH=$PATH:/usr/local/cuda/bin
+  for v in "-DBLOCK_N=256 -DSTAGES=4" "-DBLOCK_N=128 -DSTAGES=3"; do
+    # shellcheck disable=SC2086
+    nvcc -M -std=c++17 --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a -Iinclude \
+      -I"$root/include" -I"$root/tools/util/include" $v examples/gemm_bf16_cute/seed.cu
+  done | tr ' \\' '\n\n' | grep -F "$root/" | sort -u |
+    while read -r f; do rel=${f#"$root"/}; mkdir -p "gpu-carry/cutlass/$(dirname "$rel")"; cp "$f" "gpu-carry/cutlass/$rel"; done
+  cp "$root/include/cutlass/version.h" gpu-carry/cutlass/include/cutlass/
+fi
+du -sh gpu-carry
