@@ -25,8 +25,9 @@
 // in all. Each slot s has two mbarriers:
 //   full[s]  (arrival count 1 + transaction bytes): the producer arrives on it with
 //            expect_tx(bytes of one A tile + one B tile), then issues the TMA loads of both
-//            tiles (one 64 x 128 box for A, one 64 x 64 box per 64 columns of B), which signal
-//            it; its phase completes once both tiles have landed in shared memory.
+//            tiles (one 64 x 128 box for A, one 64 x 64 box per 64 columns of B: four at
+//            BLOCK_N = 256, two at 128), which signal it; its phase completes once both tiles
+//            have landed in shared memory.
 //   empty[s] (arrival count 256, one per consumer thread): each consumer thread arrives once it
 //            knows the wgmmas that read slot s have finished.
 // K tile t uses slot s = t % STAGES in round r = t / STAGES; waits are on the parity of r.
@@ -51,9 +52,10 @@
 // straight to global memory through the accumulator partition of C, two adjacent columns
 // (4 bytes) per store.
 //
-// Not yet timed on a GPU: it builds (toolchain test CuteSeedBuildsToWgmmaAndTma checks the
-// SASS for HGMMA, UTMALDG and SYNCS, 154 registers, no spills), but its time and correctness
-// against cuBLAS have not been measured yet.
+// Measured (bench/results/h100-2026-12-06-optimize, an H100 80GB HBM3): correct, every output
+// equal to cuBLAS's; 0.217 ms per call against cuBLAS GemmEx's 0.192 ms (0.89x, 633 against 715
+// TFLOP/s) at BLOCK_N=256, STAGES=4. It builds to HGMMA, UTMALDG and SYNCS with no spills
+// (toolchain test CuteSeedBuildsToWgmmaAndTma), 154 registers per thread.
 //
 // Left on the table: the epilogue writes 4-byte pieces straight from registers (staging the
 // tile through shared memory for a TMA store or 16-byte stores would coalesce better); no
