@@ -14,6 +14,7 @@
 
 #include "search/strategy.h"
 #include "store/run_store.h"
+#include "util/source_text.h"
 #include "util/strings.h"
 
 namespace kp::driver {
@@ -188,9 +189,14 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
 
   // The tree and the facts, rebuilt from the store in the order they were made.
   std::map<int64_t, store::EvaluationRow> verdict;  // by candidate: a candidate is measured once
+  std::map<std::string, int64_t> by_code;           // a measured candidate by its code_key
   {
     KP_TRY(auto evals, store.evaluations());
     for (auto& e : evals) verdict[e.candidate] = std::move(e);
+    for (const auto& [id, row] : verdict) {
+      KP_TRY(auto files, store.candidate(id));
+      by_code.emplace(code_key(files.first, files.second), id);
+    }
   }
   const search::Measurement reference{true, std::stod(store.meta("reference_seconds").value_or("0")), 0};
   const std::string gpu = store.meta("gpu").value_or(o.gpu);
@@ -369,10 +375,7 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
     KP_TRY(int64_t node, store.add_node({0, parent.db_id, search::to_string(j.dir.kind), j.dir.text, j.cand, false}));
     KP_TRY_STATUS(store.record_evaluation(node, row, m.ok, m.seconds, m.joules));
     f.db_id = node;
-    if (known) {
-      ++report.duplicates;
-      say(fmt::format("candidate {} has the files of one already evaluated: its verdict stands", j.cand));
-    }
+    if (known) ++report.duplicates;
     const search::Measurement& before = *tree.node(j.parent).measured;
     store::Lesson lesson{task.name,
                          task.category,
@@ -400,11 +403,26 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
     KP_TRY_STATUS(store.set_node_flags(parent.db_id, p.closed, p.exhausted));
     return ok_status();
   };
-  auto record_known = [&](Job& j) -> Status {
+  // The verdict of a measured candidate with the same files, or the same code (comments and
+  // spacing aside: util/source_text.h); null when there is none and the job must be measured.
+  auto known_verdict = [&](const Job& j) -> const store::EvaluationRow* {
+    if (auto v = verdict.find(j.cand); v != verdict.end()) return &v->second;
+    if (auto c = by_code.find(code_key(j.files.cuda, j.files.python)); c != by_code.end()) return &verdict.at(c->second);
+    return nullptr;
+  };
+  // A job whose code was measured: a node with that verdict, and no evaluation.
+  auto record_known = [&](Job& j, const store::EvaluationRow& of) -> Status {
+    say(of.candidate == j.cand
+            ? fmt::format("candidate {} has the files of one already evaluated: its verdict stands", j.cand)
+            : fmt::format("candidate {} has the code of candidate {} (comments and spacing aside): its verdict stands",
+                          j.cand, of.candidate));
     NodeFacts f;
     f.files = j.files;
     f.candidate = j.cand;
-    return record(j, verdict.at(j.cand), std::move(f), true);
+    store::EvaluationRow row = of;
+    row.candidate = j.cand;
+    verdict[j.cand] = row;
+    return record(j, row, std::move(f), true);
   };
   auto drop = [&](Job& j) { jobs.remove_if([&](const Job& x) { return &x == &j; }); };
 
@@ -490,9 +508,9 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
     while (!gpu_lane.job) {
       Job* j = first_in(Stage::kGpu);
       if (!j) break;
-      // Another job with the same files may have been measured since this one was written.
-      if (verdict.count(j->cand)) {
-        KP_TRY_STATUS(record_known(*j));
+      // Another job with the same code may have been measured since this one was written.
+      if (const store::EvaluationRow* of = known_verdict(*j)) {
+        KP_TRY_STATUS(record_known(*j, *of));
         drop(*j);
         started = true;
         continue;
@@ -538,8 +556,8 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
     }
     j.files = written->files;
     KP_TRY(j.cand, store.add_candidate(j.files.cuda, j.files.python));
-    if (verdict.count(j.cand)) {
-      KP_TRY_STATUS(record_known(j));
+    if (const store::EvaluationRow* of = known_verdict(j)) {
+      KP_TRY_STATUS(record_known(j, *of));
       drop(j);
       return ok_status();
     }
@@ -592,6 +610,7 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
                              r.speedup_vs_reference,
                              facts_json(f, hooks.record ? hooks.record(r) : "")};
     verdict[j.cand] = row;
+    by_code.emplace(code_key(j.files.cuda, j.files.python), j.cand);
     KP_TRY_STATUS(record(j, row, std::move(f), false));
     drop(j);
     return ok_status();

@@ -31,8 +31,11 @@ using testing::openai_completion;
 
 std::string user_text(const std::string& body) { return json::parse(body)["messages"][1]["content"]; }
 
+// A candidate named by its marker, in a comment (which the analysis and the prompts show) and in
+// its code (so that two markers are two programs, not one with other comments).
 std::string kernel(const std::string& marker) {
-  return "```cuda\n// " + marker + "\nKP_EXPORT int kp_run(kp_args* args) { return 0; }\n```";
+  return "```cuda\n// " + marker + "\nstatic const char* kVersion = \"" + marker +
+         "\";\nKP_EXPORT int kp_run(kp_args* args) { return 0; }\n```";
 }
 
 // Verdicts by the marker in the candidate: the seed 1 ms, BROKEN wrong, FIXED 0.9 ms, FAST 0.5 ms,
@@ -121,6 +124,12 @@ testing::CannedResponse plan_d_write_fast(const testing::ReceivedRequest& req) {
   return {.body = openai_completion(kernel("FAST"))};
 }
 
+// FAST's code with other comments and spacing: another file, the same program.
+std::string fast_respaced() {
+  return "```cuda\n// FAST\n/* the same kernel, written again */\nstatic const char*   kVersion = \"FAST\";\n"
+         "KP_EXPORT int kp_run(kp_args*   args)\n{\n  return 0;\n}\n```";
+}
+
 TEST(ModelSearch, PlansWritesRepairsLearnsAndMeasuresADuplicateOnce) {
   Harness h;
   int plans = 0;
@@ -132,7 +141,8 @@ TEST(ModelSearch, PlansWritesRepairsLearnsAndMeasuresADuplicateOnce) {
     if (text.find("failed: incorrect") != std::string::npos) return {.body = openai_completion(kernel("FIXED"))};
     if (text.find("direction 1\n") != std::string::npos) return {.body = openai_completion(kernel("BROKEN"))};
     if (text.find("direction 4\n") != std::string::npos) return {.body = openai_completion(kernel("FASTER"))};
-    return {.body = openai_completion(kernel("FAST"))};  // directions 2 and 3: the same files
+    if (text.find("direction 3\n") != std::string::npos) return {.body = openai_completion(fast_respaced())};
+    return {.body = openai_completion(kernel("FAST"))};  // direction 2
   });
   testing::FakeLlmServer& server = model.server;
   llm::LlmClient& client = *model.client;
@@ -143,7 +153,7 @@ TEST(ModelSearch, PlansWritesRepairsLearnsAndMeasuresADuplicateOnce) {
   OptimizeOptions o = h.options();
   o.strategy = "greedy";  // greedy repairs a failure at once: a fixed order of prompts ...
   o.in_flight = 1;        // ... when each child is measured before the next is asked for
-  o.max_evaluations = 5;  // the seed, BROKEN, FIXED, FAST, FASTER; the duplicate costs none
+  o.max_evaluations = 5;  // the seed, BROKEN, FIXED, FAST, FASTER; FAST written again costs none
   auto report = run_model_optimize(h.task, agents, hooks, o);
   ASSERT_TRUE(report.ok()) << report.error().message;
   EXPECT_EQ(report->stopped, "budget");
@@ -192,7 +202,11 @@ TEST(ModelSearch, PlansWritesRepairsLearnsAndMeasuresADuplicateOnce) {
   std::vector<std::string> kinds;
   for (const auto& n : nodes) kinds.push_back(n.kind);
   EXPECT_EQ(kinds, (std::vector<std::string>{"root", "idea", "repair", "idea", "idea", "idea"}));
-  EXPECT_EQ(nodes[3].candidate, nodes[4].candidate) << "the duplicate has the files of FAST";
+  EXPECT_NE(nodes[3].candidate, nodes[4].candidate) << "the duplicate's files are not FAST's";
+  auto evaluations = store.evaluations().value();
+  ASSERT_EQ(evaluations.size(), 6u);
+  EXPECT_EQ(evaluations[4].candidate, nodes[4].candidate);
+  EXPECT_DOUBLE_EQ(evaluations[4].seconds, 0.5e-3) << "FAST's code, FAST's verdict, measured once";
   EXPECT_EQ(store.lessons_in_order().value().size(), 5u);
   EXPECT_EQ(report->lessons_shared, 5);
   auto memory = store::RunStore::open(o.memory, store::RunStore::Access::kReader).value();
