@@ -1,4 +1,4 @@
-"""Pieces of evaluate.py that run on the CPU: kernel attribution and input rotation."""
+"""Pieces of evaluate.py that run on the CPU: kernel attribution, compulsory traffic and input rotation."""
 
 import os
 import shutil
@@ -34,6 +34,17 @@ class KernelNameTest(unittest.TestCase):
             self.assertIn("scale_k", names)
             self.assertIn("launch", names)
             self.assertNotIn("at::native::vectorized_elementwise_kernel", names)
+
+
+class CompulsoryBytesTest(unittest.TestCase):
+    def test_inputs_outputs_and_each_parameter_and_buffer_once(self):
+        lin = torch.nn.Linear(8, 4)  # a weight of 32 floats and a bias of 4
+        lin.register_buffer("scale", torch.ones(2, dtype=torch.float16))
+        model = torch.nn.Sequential(lin, lin)  # the same module twice: its parameters count once
+        xs = [torch.zeros(16, 8), 3]  # a scalar argument moves nothing
+        outs = [torch.zeros(16, 4, dtype=torch.float64)]
+        self.assertEqual(evaluate.compulsory_bytes(xs, outs, model), 16 * 8 * 4 + 16 * 4 * 8 + (32 + 4) * 4 + 2 * 2)
+        self.assertEqual(evaluate.module_bytes(lambda x: x), 0)
 
 
 class RollTest(unittest.TestCase):

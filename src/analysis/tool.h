@@ -68,7 +68,8 @@ struct Evidence {
   profile::Ceilings ceilings;
   eval::DeviceInfo device;
   double call_seconds = 0;  // median timed call (eval), 0 when unknown
-  double ideal_bytes = 0;   // the task's ideal DRAM bytes per call, 0 when not given
+  double ideal_bytes = 0;   // the task's ideal DRAM bytes per call (a KernelBench problem's: its
+                            // inputs, outputs and parameters once), 0 when not known
   double ideal_flops = 0;   // the task's ideal FLOP per call, 0 when not given
   // Launches of the call missing from `kernels` (profile::KernelProfile::unprofiled_launches):
   // when > 0 the kernels are the first launches only, and a tool comparing call totals with the

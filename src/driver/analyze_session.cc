@@ -30,7 +30,9 @@ analysis::Evidence evidence_of(const task::Task& task, const ProfilePage& page) 
   e.ceilings = page.ceilings;
   if (page.eval.device) e.device = *page.eval.device;
   e.call_seconds = page.eval.time.median;
-  e.ideal_bytes = task.ideal_bytes;
+  // A KernelBench problem gives no [cost]: its ideal traffic is what its worker counted, each
+  // input, output and parameter once.
+  e.ideal_bytes = task.ideal_bytes > 0 ? task.ideal_bytes : page.eval.report ? page.eval.report->io_bytes : 0;
   e.ideal_flops = task.ideal_flops;
   return e;
 }

@@ -63,7 +63,8 @@ Result<AnalyzePage> run_analyze(const task::Task& task, const std::filesystem::p
 // [{"name","title","about","classes","metrics","needs_sass","needs_trace"}, ...] in name order.
 Result<nlohmann::json> list_tools(const std::vector<std::filesystem::path>& rule_dirs);
 
-// The evidence the tools read, from a profile page and its task.
+// The evidence the tools read, from a profile page and its task. The ideal bytes are the task's
+// [cost], else (a KernelBench problem) the compulsory traffic its worker counted.
 analysis::Evidence evidence_of(const task::Task& task, const ProfilePage& page);
 
 // What `kernelpro analyze --save-evidence FILE` writes: {"format": "kernelpro-evidence",

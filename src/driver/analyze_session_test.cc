@@ -41,5 +41,21 @@ TEST(MeasuredSummary, GivesTheCallTheReferenceTheIdealAndEachKernel) {
   EXPECT_NE(s.find("... and 2 more kernels"), std::string::npos);
 }
 
+// A native task's ideal is its [cost]; a KernelBench problem has none, and its ideal is the
+// traffic its worker counted (inputs, outputs and parameters once), so that a reference moving
+// several times that (unfused PyTorch ops) is told so.
+TEST(EvidenceOf, TheIdealBytesAreTheTasksElseWhatTheKernelBenchWorkerCounted) {
+  ProfilePage page;
+  page.eval.report = eval::WorkerReport{};
+  page.eval.report->io_bytes = 12.9e9;
+  task::Task native;
+  native.ideal_bytes = 1.07e9;
+  EXPECT_DOUBLE_EQ(evidence_of(native, page).ideal_bytes, 1.07e9);
+  task::Task kernelbench;
+  EXPECT_DOUBLE_EQ(evidence_of(kernelbench, page).ideal_bytes, 12.9e9);
+  page.eval.report.reset();
+  EXPECT_DOUBLE_EQ(evidence_of(kernelbench, page).ideal_bytes, 0) << "no worker report, no ideal";
+}
+
 }  // namespace
 }  // namespace kp::driver

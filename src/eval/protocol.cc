@@ -189,6 +189,7 @@ json to_json(const WorkerReport& r) {
   j["cheat"] = r.cheat;
   j["physics_floor_s"] = r.physics_floor_s;
   j["physics_floor_basis"] = r.physics_floor_basis;
+  j["io_bytes"] = r.io_bytes;
   j["kernels"] = r.kernels;
   if (r.timing) {
     j["timing"] = {{"method", r.timing->method},           {"samples_s", r.timing->samples_s},
@@ -229,6 +230,7 @@ Result<WorkerReport> worker_report_from_json(const json& j) {
     r.cheat = j.value("cheat", "");
     r.physics_floor_s = j.value("physics_floor_s", 0.0);
     r.physics_floor_basis = j.value("physics_floor_basis", "");
+    r.io_bytes = j.value("io_bytes", 0.0);
     r.kernels = j.value("kernels", std::vector<std::string>{});
     if (j.contains("timing")) {
       const auto& t = j["timing"];

@@ -112,6 +112,10 @@ struct WorkerReport {
   // over peak), seconds, and how it was derived; 0 and empty when not applied.
   double physics_floor_s = 0;
   std::string physics_floor_basis;
+  // The DRAM traffic no implementation of one call avoids, bytes: each input and output once
+  // and the model's parameters and buffers once. Set by the KernelBench worker (a problem has no
+  // [cost] to give an ideal); 0 from the native worker, whose task gives its ideal bytes.
+  double io_bytes = 0;
   // Device kernels one call of the candidate launched, by name, when the worker traced them
   // (the KernelBench worker does, through the PyTorch profiler).
   std::vector<std::string> kernels;

@@ -67,6 +67,7 @@ TEST(Protocol, ReportRoundTrip) {
   e.joules_per_call = 0.4;
   r.energy = e;
   r.phase_seconds = {{"timing", 0.6}};
+  r.io_bytes = 12884901888;  // a KernelBench worker's compulsory traffic
   auto back = worker_report_from_json(json::parse(to_json(r).dump()));
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(back->outcome, Outcome::kRejected);
@@ -76,6 +77,7 @@ TEST(Protocol, ReportRoundTrip) {
   EXPECT_DOUBLE_EQ(back->energy->joules_per_call, 0.4);
   EXPECT_DOUBLE_EQ(back->checks[0].rel_norm_error, 3e-8);
   EXPECT_DOUBLE_EQ(back->phase_seconds.at("timing"), 0.6);
+  EXPECT_DOUBLE_EQ(back->io_bytes, 12884901888);
 }
 
 TEST(Protocol, MalformedReportsAreProtocolErrors) {
