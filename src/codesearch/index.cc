@@ -70,6 +70,11 @@ double file_name_coverage(const std::string& path, const std::set<std::string>& 
   return parts == 0 ? 0.0 : static_cast<double>(in_query) / parts;
 }
 
+// "warp specialized" in two words: CUTLASS's one identifier part, warpspecialized.
+bool says_warp_specialized(const std::set<std::string>& words) {
+  return words.count("warp") && (words.count("specialized") || words.count("specialization"));
+}
+
 bool has_cute(const fs::path& include) {
   std::error_code ec;
   return fs::exists(include / "cute" / "tensor.hpp", ec) && fs::exists(include / "cutlass" / "cutlass.h", ec);
@@ -371,7 +376,7 @@ std::string fts_query(const std::string& query) {
   }
   // Phrases engineers write as two words for one identifier part.
   if (have.count("cp") && have.count("async")) add("cp_async");
-  if (have.count("warp") && (have.count("specialized") || have.count("specialization"))) add("warpspecialized");
+  if (says_warp_specialized(have)) add("warpspecialized");
   std::vector<std::string> quoted;
   for (const auto& t : terms) quoted.push_back("\"" + t + "\"");
   return join(quoted, " OR ");
@@ -427,7 +432,7 @@ Result<std::vector<Hit>> Index::search(const std::string& query, const SearchOpt
 void rank_by_file(std::vector<Hit>& hits, const std::string& query) {
   std::set<std::string> words;  // as written, for the file names (the index's tokens are stemmed)
   for (const auto& t : split(code_tokens(query), ' ')) words.insert(std::string(t));
-  if (words.count("warp") && (words.count("specialized") || words.count("specialization"))) words.insert("warpspecialized");
+  if (says_warp_specialized(words)) words.insert("warpspecialized");
   for (auto& h : hits) h.score *= 1.0 + kFileNameWeight * file_name_coverage(h.path, words);
   std::stable_sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) { return a.score < b.score; });
   std::map<std::string, double> file_score;
