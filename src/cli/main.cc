@@ -48,7 +48,12 @@ int main(int argc, char** argv) {
   eval->add_option("--trials", eval_flags.trials, "correctness trials with fresh inputs (default: 3; 5 for KernelBench problems, as its scripts)")
       ->check(CLI::PositiveNumber);
   eval->add_option("--seed", eval_flags.seed, "input seed, to reproduce an evaluation (default: private, random)");
-  eval->add_option("--timing-budget", eval_flags.options.timing_budget_s, "seconds of device time for timed calls")->default_val(0.5);
+  eval->add_option("--timing-budget", eval_flags.options.timing_budget_s,
+                   "most seconds of wall time for the timed calls, each counted whole (flush, poisoning, syncs, check)")
+      ->default_val(kp::eval::EvalOptions{}.timing_budget_s);
+  eval->add_option("--median-ci", eval_flags.options.median_ci,
+                   "stop timing once the median's 95% interval is within this fraction of it (0: use the budget)")
+      ->default_val(kp::eval::EvalOptions{}.median_ci);
   eval->add_option("--energy-window", eval_flags.options.energy_window_s, "seconds of calls for the energy reading")->default_val(0.5);
   eval->add_flag("--no-energy", eval_flags.no_energy, "skip the energy measurement");
   eval->add_option("--timeout", eval_flags.timeout_s, "seconds before a hanging evaluation is killed (default: 120; 600 for KernelBench problems)")

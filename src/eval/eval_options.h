@@ -15,11 +15,23 @@ struct EvalOptions {
   std::optional<uint64_t> seed;
   // Calls before timing starts (module load, first-touch, clocks ramping). Default 5.
   int warmup_calls = 5;
-  // Device time to spend on timed calls, seconds; the trial count follows from the first
-  // estimate, clamped to [min_trials, max_trials]. Default 0.5 s, at least 20, at most 2000.
-  double timing_budget_s = 0.5;
+  // Sampling of the timed calls (eval/timing_rule.h, the one rule both workers apply). After the
+  // warm-up, timed calls go on until the 95% confidence interval of the median is within
+  // +-median_ci of it (relative; default 0.5%), once at least min_trials samples are in; or until
+  // the timed loop has taken timing_budget_s of wall time (every timed call counted whole: the
+  // L2 flush, the output poisoning, the synchronizations and the output check; default 1 s); or
+  // max_trials samples (default 2000). A sample is one call (events) or one graph replay.
+  double timing_budget_s = 1.0;
   int min_trials = 20;
   int max_trials = 2000;
+  double median_ci = 0.005;
+  // Whether the worker times the reference in this evaluation. The judge (driver/judge.h) times
+  // each reference once per run, alone in a worker that has never loaded a candidate
+  // (reference_only), and then sends false: the verdict quotes that measurement.
+  bool time_reference = true;
+  // Time the reference alone: no candidate is loaded, nothing is checked; the report carries
+  // reference_seconds and reference_timing. Set by the judge, never by a user.
+  bool reference_only = false;
   // Input sets that the timed calls rotate through, so repeated calls do not see their inputs
   // already in L2. Capped so that all sets fit in a quarter of free device memory. Default 3.
   int input_sets = 3;

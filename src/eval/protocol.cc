@@ -88,7 +88,9 @@ Result<task::Task> task_from_json(const json& j) {
 json to_json(const EvalOptions& o) {
   json j = {{"correctness_trials", o.correctness_trials}, {"warmup_calls", o.warmup_calls},
             {"timing_budget_s", o.timing_budget_s},       {"min_trials", o.min_trials},
-            {"max_trials", o.max_trials},                 {"input_sets", o.input_sets},
+            {"max_trials", o.max_trials},                 {"median_ci", o.median_ci},
+            {"time_reference", o.time_reference},         {"reference_only", o.reference_only},
+            {"input_sets", o.input_sets},
             {"graph_threshold_us", o.graph_threshold_us}, {"graph_calls", o.graph_calls},
             {"wall_ratio", o.wall_ratio},                 {"wall_slack_us", o.wall_slack_us},
             {"energy_window_s", o.energy_window_s},       {"idle_window_s", o.idle_window_s},
@@ -106,6 +108,9 @@ EvalOptions eval_options_from_json(const json& j) {
   o.timing_budget_s = j.value("timing_budget_s", o.timing_budget_s);
   o.min_trials = j.value("min_trials", o.min_trials);
   o.max_trials = j.value("max_trials", o.max_trials);
+  o.median_ci = j.value("median_ci", o.median_ci);
+  o.time_reference = j.value("time_reference", o.time_reference);
+  o.reference_only = j.value("reference_only", o.reference_only);
   o.input_sets = j.value("input_sets", o.input_sets);
   o.graph_threshold_us = j.value("graph_threshold_us", o.graph_threshold_us);
   o.graph_calls = j.value("graph_calls", o.graph_calls);
@@ -181,6 +186,32 @@ OutputCheck output_check_from_json(const json& j) {
   return c;
 }
 
+json to_json(const TimingReport& t) {
+  return {{"method", t.method},
+          {"samples_s", t.samples_s},
+          {"wall_s", t.wall_s},
+          {"warmup_calls", t.warmup_calls},
+          {"input_sets", t.input_sets},
+          {"l2_flush_bytes", t.l2_flush_bytes},
+          {"stop", t.stop},
+          {"median_ci_rel", t.median_ci_rel},
+          {"loop_wall_s", t.loop_wall_s}};
+}
+
+TimingReport timing_report_from_json(const json& t) {
+  TimingReport tr;
+  tr.method = t.at("method").get<std::string>();
+  tr.samples_s = t.at("samples_s").get<std::vector<double>>();
+  tr.wall_s = t.value("wall_s", std::vector<double>{});
+  tr.warmup_calls = t.value("warmup_calls", 0);
+  tr.input_sets = t.value("input_sets", 0);
+  tr.l2_flush_bytes = t.value("l2_flush_bytes", int64_t{0});
+  tr.stop = t.value("stop", "");
+  tr.median_ci_rel = t.value("median_ci_rel", 0.0);
+  tr.loop_wall_s = t.value("loop_wall_s", 0.0);
+  return tr;
+}
+
 json to_json(const WorkerReport& r) {
   json j = {{"outcome", to_string(r.outcome)}, {"reason", r.reason},       {"trials_run", r.trials_run},
             {"checks", json::array()},         {"output_names", r.output_names}, {"mutated_input", r.mutated_input}, {"reference_failed", r.reference_failed},
@@ -191,11 +222,8 @@ json to_json(const WorkerReport& r) {
   j["physics_floor_basis"] = r.physics_floor_basis;
   j["io_bytes"] = r.io_bytes;
   j["kernels"] = r.kernels;
-  if (r.timing) {
-    j["timing"] = {{"method", r.timing->method},           {"samples_s", r.timing->samples_s},
-                   {"wall_s", r.timing->wall_s},           {"warmup_calls", r.timing->warmup_calls},
-                   {"input_sets", r.timing->input_sets},   {"l2_flush_bytes", r.timing->l2_flush_bytes}};
-  }
+  if (r.timing) j["timing"] = to_json(*r.timing);
+  if (r.reference_timing) j["reference_timing"] = to_json(*r.reference_timing);
   if (r.energy) {
     const auto& e = *r.energy;
     j["energy"] = {{"measured", e.measured},
@@ -232,17 +260,8 @@ Result<WorkerReport> worker_report_from_json(const json& j) {
     r.physics_floor_basis = j.value("physics_floor_basis", "");
     r.io_bytes = j.value("io_bytes", 0.0);
     r.kernels = j.value("kernels", std::vector<std::string>{});
-    if (j.contains("timing")) {
-      const auto& t = j["timing"];
-      TimingReport tr;
-      tr.method = t.at("method").get<std::string>();
-      tr.samples_s = t.at("samples_s").get<std::vector<double>>();
-      tr.wall_s = t.value("wall_s", std::vector<double>{});
-      tr.warmup_calls = t.value("warmup_calls", 0);
-      tr.input_sets = t.value("input_sets", 0);
-      tr.l2_flush_bytes = t.value("l2_flush_bytes", int64_t{0});
-      r.timing = tr;
-    }
+    if (j.contains("timing")) r.timing = timing_report_from_json(j["timing"]);
+    if (j.contains("reference_timing")) r.reference_timing = timing_report_from_json(j["reference_timing"]);
     if (j.contains("energy")) {
       const auto& e = j["energy"];
       EnergyReport er;

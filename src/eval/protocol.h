@@ -71,7 +71,14 @@ struct TimingReport {
   int warmup_calls = 0;
   int input_sets = 0;
   int64_t l2_flush_bytes = 0;     // zeroed before each timed call ("events")
+  // Why sampling stopped (eval/timing_rule.h): "precise" (the median's 95% interval within
+  // median_ci), "budget" (timing_budget_s of loop wall time), "max_trials".
+  std::string stop;
+  double median_ci_rel = 0;       // half-width of the median's 95% interval / median, at the stop
+  double loop_wall_s = 0;         // wall time of the timed loop, every call counted whole
 };
+nlohmann::json to_json(const TimingReport& t);
+TimingReport timing_report_from_json(const nlohmann::json& j);
 
 struct EnergyReport {
   bool measured = false;
@@ -98,6 +105,9 @@ struct WorkerReport {
   std::optional<TimingReport> timing;    // present when outcome is ok (or rejected after timing)
   std::optional<EnergyReport> energy;
   double reference_seconds = 0;          // median time of the reference, same method
+  // The reference's timing, when this worker timed it (EvalOptions::time_reference or
+  // reference_only).
+  std::optional<TimingReport> reference_timing;
   uint64_t seed = 0;                     // the seed that drew the inputs
   // Where the worker's time went, seconds: "load", "setup", "correctness", "timing",
   // "reference_timing", "energy" (present when the phase ran).
