@@ -127,7 +127,7 @@ std::string measured_summary(const AnalyzePage& page) {
 }
 
 Result<AnalyzePage> run_analyze(const task::Task& task, const fs::path& candidate, const fs::path& library_source,
-                                const AnalyzeOptions& options, const ProgressFn& progress) {
+                                const AnalyzeOptions& options, const ProgressFn& progress, const ProfileOn& on) {
   KP_TRY(analysis::ToolRegistry registry, make_registry(options.rule_dirs));
   std::vector<const analysis::Tool*> named, extra;
   if (!options.tools.empty()) {
@@ -159,7 +159,7 @@ Result<AnalyzePage> run_analyze(const task::Task& task, const fs::path& candidat
                            page.stage2_metrics.size(), page.stage2_metrics.size() == 1 ? "" : "s"));
     return page.stage2_metrics;
   };
-  KP_TRY(page.profile, run_profile(task, candidate, library_source, po, progress));
+  KP_TRY(page.profile, run_profile(task, candidate, library_source, po, progress, on));
   const auto outcome = page.profile.eval.outcome;
   if (outcome != eval::Outcome::kOk && outcome != eval::Outcome::kNotRun) return page;
   page.evidence = evidence_of(task, page.profile);

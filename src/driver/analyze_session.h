@@ -57,7 +57,7 @@ std::string raw_metrics_text(const AnalyzePage& page);
 // A candidate that fails its evaluation gives a page with no findings (profile.eval says why).
 Result<AnalyzePage> run_analyze(const task::Task& task, const std::filesystem::path& candidate,
                                 const std::filesystem::path& library_source, const AnalyzeOptions& options,
-                                const ProgressFn& progress = {});
+                                const ProgressFn& progress = {}, const ProfileOn& on = {});
 
 // Every tool the registry would hold (built-ins and the rule files of rule_dirs), as JSON:
 // [{"name","title","about","classes","metrics","needs_sass","needs_trace"}, ...] in name order.

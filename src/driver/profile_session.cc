@@ -1,6 +1,7 @@
 #include "driver/profile_session.h"
 
 #include <algorithm>
+#include <memory>
 #include <chrono>
 #include <cmath>
 
@@ -103,25 +104,36 @@ std::vector<MetricAgreement> compare_collectors(const profile::KernelProfile& cu
   return out;
 }
 
+eval::EvaluatorOptions evaluator_options_for_profile(const ProfileSessionOptions& options) {
+  eval::EvaluatorOptions evaluator_options = options.evaluator;
+  // The worker (kp-worker or the KernelBench worker) sets up the stage-1 session while the
+  // candidate builds (eval/worker_client.h).
+  if (options.collector == profile::Collector::kCupti && options.profiler.replay != "kernel") {
+    evaluator_options.worker.prewarm_metrics = profile::merge_metric_lists(
+        options.stage1_override.empty() ? profile::stage1_metrics() : options.stage1_override, options.extra_metrics);
+    evaluator_options.worker.rangeprof_library = options.profiler.rangeprof_library;
+  }
+  return evaluator_options;
+}
+
 Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidate, const fs::path& library_source,
-                                const ProfileSessionOptions& options, const ProgressFn& progress) {
+                                const ProfileSessionOptions& options, const ProgressFn& progress, const ProfileOn& on) {
   auto say = [&](const std::string& s) {
     if (progress) progress(s);
   };
   ProfilePage page;
   const std::vector<std::string> metrics = profile::merge_metric_lists(
       options.stage1_override.empty() ? profile::stage1_metrics() : options.stage1_override, options.extra_metrics);
-  eval::EvaluatorOptions evaluator_options = options.evaluator;
-  // The worker (kp-worker or the KernelBench worker) sets up the stage-1 session while the
-  // candidate builds (eval/worker_client.h).
-  if (options.collector == profile::Collector::kCupti && options.profiler.replay != "kernel") {
-    evaluator_options.worker.prewarm_metrics = metrics;
-    evaluator_options.worker.rangeprof_library = options.profiler.rangeprof_library;
-  }
-  eval::Evaluator evaluator(evaluator_options);
-  say("evaluating (build, correctness, timing)");
+  std::unique_ptr<eval::Evaluator> own;
+  if (!on.evaluator) own = std::make_unique<eval::Evaluator>(evaluator_options_for_profile(options));
+  eval::Evaluator& evaluator = on.evaluator ? *on.evaluator : *own;
+  say(on.verdict ? "the verdict (build, correctness, timing)" : "evaluating (build, correctness, timing)");
   auto t0 = Clock::now();
-  KP_TRY(page.eval, evaluator.evaluate(task, candidate, library_source));
+  if (on.verdict) {
+    KP_TRY(page.eval, on.verdict());
+  } else {
+    KP_TRY(page.eval, evaluator.evaluate(task, candidate, library_source));
+  }
   page.seconds["eval"] = since(t0);
   const bool not_run = page.eval.outcome == eval::Outcome::kNotRun;
   if (page.eval.outcome != eval::Outcome::kOk && !not_run) return page;

@@ -80,13 +80,27 @@ struct ProfilePage {
 // Progress lines ("stage 1: counters (cupti)..."), for the CLI to print.
 using ProgressFn = std::function<void(const std::string&)>;
 
+// Where a profile is taken (driver/judge.h sets it): the evaluator whose warm worker collects
+// the counters and, when given, how the candidate's verdict is had (the judge's kept verdict,
+// or its evaluation with the run's reference time). Default: an evaluator of its own from
+// options.evaluator and a new evaluation on it.
+struct ProfileOn {
+  eval::Evaluator* evaluator = nullptr;
+  std::function<Result<eval::EvalResult>()> verdict;
+};
+
 // Evaluates and profiles. The evaluation's failure is the page's answer (eval.outcome not ok,
 // nothing collected): a wrong or slow-to-build candidate is reported, not profiled. An Error only
 // when the evaluation could not be attempted (as Evaluator::evaluate). Failures of single
 // collectors are notes, except counters under an explicit --collector, which are errors.
 Result<ProfilePage> run_profile(const task::Task& task, const std::filesystem::path& candidate,
                                 const std::filesystem::path& library_source, const ProfileSessionOptions& options,
-                                const ProgressFn& progress = {});
+                                const ProgressFn& progress = {}, const ProfileOn& on = {});
+
+// The worker options a profile wants from the evaluator it runs on: the stage-1 Range Profiler
+// session prewarmed while the candidate builds (collector cupti, replay not "kernel"). An
+// evaluator (or judge) that will profile is made with these.
+eval::EvaluatorOptions evaluator_options_for_profile(const ProfileSessionOptions& options);
 
 // The agreement of two collections of the same metrics: for each kernel present in both (matched
 // by launch order) and each metric both report, the relative difference.

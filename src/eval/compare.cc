@@ -82,54 +82,79 @@ uint64_t bits_of(const T* p, int64_t i) {
 }
 
 template <typename T>
-OutputCheck check_typed(const T* out, const T* ref, DType d, int64_t n, const task::Tolerance& tol,
-                        const std::vector<int64_t>& shape) {
-  OutputCheck c;
+OutputTally tally_typed(const T* out, const T* ref, DType d, int64_t n, const task::Tolerance& tol) {
+  OutputTally c;
   c.elements = n;
   const uint64_t poison = poison_bits(d);
   const bool floating = task::is_floating(d);
-  double err_sq = 0, ref_sq = 0;
-  double ref_min = INFINITY, ref_max = -INFINITY;
   const uint64_t first_out_bits = n > 0 ? bits_of(out, 0) : 0;
-  bool out_constant = true;
-  std::string first_detail;
+  if (n > 0) c.first_out = load(out, 0);
   // Only the first failing element is described, so a wholly wrong output costs no formatting.
   auto first_bad = [&](int64_t i) { return c.first_bad_index < 0 ? (c.first_bad_index = i, true) : false; };
   for (int64_t i = 0; i < n; ++i) {
     const uint64_t ob = bits_of(out, i);
-    if (ob != first_out_bits) out_constant = false;
+    if (ob != first_out_bits) c.out_constant = false;
     const double r = load(ref, i);
     if (!std::isfinite(r)) {
       ++c.reference_nonfinite;
       continue;
     }
-    ref_min = std::min(ref_min, r);
-    ref_max = std::max(ref_max, r);
+    c.ref_min = std::min(c.ref_min, r);
+    c.ref_max = std::max(c.ref_max, r);
     if (ob == poison && bits_of(ref, i) != poison) {
       ++c.unwritten;
-      if (first_bad(i)) first_detail = "never written (still holds the poison pattern)";
+      if (first_bad(i)) c.first_detail = "never written (still holds the poison pattern)";
       continue;
     }
     const double o = load(out, i);
     if (!std::isfinite(o)) {
       ++c.nonfinite;
-      if (first_bad(i)) first_detail = fmt::format("got {} where the reference is {:.6g}", o, r);
+      if (first_bad(i)) c.first_detail = fmt::format("got {} where the reference is {:.6g}", o, r);
       continue;
     }
     const double diff = std::fabs(o - r);
     c.max_abs_error = std::max(c.max_abs_error, diff);
     if (r != 0) c.max_rel_error = std::max(c.max_rel_error, diff / std::fabs(r));
-    err_sq += diff * diff;
-    ref_sq += r * r;
+    c.err_sq += diff * diff;
+    c.ref_sq += r * r;
     const double bound = floating ? tol.atol + tol.rtol * std::fabs(r) : 0.0;
     if (diff > bound) {
       ++c.mismatches;
-      if (first_bad(i)) first_detail = fmt::format("got {:.6g}, expected {:.6g} (|diff| {:.3g} > {:.3g})", o, r, diff, bound);
+      if (first_bad(i)) c.first_detail = fmt::format("got {:.6g}, expected {:.6g} (|diff| {:.3g} > {:.3g})", o, r, diff, bound);
     }
   }
-  c.rel_norm_error = ref_sq > 0 ? std::sqrt(err_sq) / std::sqrt(ref_sq) : std::sqrt(err_sq);
-  c.constant_output = n > 1 && out_constant && ref_min < ref_max;
+  return c;
+}
 
+}  // namespace
+
+OutputTally tally_output(const void* out, const void* ref, DType d, int64_t n, const task::Tolerance& tol) {
+  switch (d) {
+    case DType::kFp32: return tally_typed(static_cast<const float*>(out), static_cast<const float*>(ref), d, n, tol);
+    case DType::kFp64: return tally_typed(static_cast<const double*>(out), static_cast<const double*>(ref), d, n, tol);
+    case DType::kFp16: return tally_typed(static_cast<const Half*>(out), static_cast<const Half*>(ref), d, n, tol);
+    case DType::kBf16: return tally_typed(static_cast<const Bf16*>(out), static_cast<const Bf16*>(ref), d, n, tol);
+    case DType::kInt32: return tally_typed(static_cast<const int32_t*>(out), static_cast<const int32_t*>(ref), d, n, tol);
+    case DType::kInt64: return tally_typed(static_cast<const int64_t*>(out), static_cast<const int64_t*>(ref), d, n, tol);
+    case DType::kBool: return tally_typed(static_cast<const uint8_t*>(out), static_cast<const uint8_t*>(ref), d, n, tol);
+  }
+  return OutputTally{};
+}
+
+OutputCheck conclude_check(const OutputTally& t, DType d, const task::Tolerance& tol, const std::vector<int64_t>& shape) {
+  OutputCheck c;
+  const int64_t n = t.elements;
+  c.elements = n;
+  c.mismatches = t.mismatches;
+  c.unwritten = t.unwritten;
+  c.nonfinite = t.nonfinite;
+  c.reference_nonfinite = t.reference_nonfinite;
+  c.first_bad_index = t.first_bad_index;
+  c.max_abs_error = t.max_abs_error;
+  c.max_rel_error = t.max_rel_error;
+  c.rel_norm_error = t.ref_sq > 0 ? std::sqrt(t.err_sq) / std::sqrt(t.ref_sq) : std::sqrt(t.err_sq);
+  c.constant_output = n > 1 && t.out_constant && t.ref_min < t.ref_max;
+  const bool floating = task::is_floating(d);
   auto where = [&]() { return fmt::format("element {}", format_index(c.first_bad_index, shape)); };
   if (c.reference_nonfinite > 0) {
     c.reason = fmt::format("the reference produced {} NaN/Inf values: the task's inputs are outside the function's domain; fix the task, not the candidate",
@@ -137,12 +162,12 @@ OutputCheck check_typed(const T* out, const T* ref, DType d, int64_t n, const ta
   } else if (c.unwritten > 0) {
     c.reason = fmt::format("{} of {} elements never written; first at {}", c.unwritten, n, where());
   } else if (c.nonfinite > 0) {
-    c.reason = fmt::format("{} NaN/Inf values; first at {}: {}", c.nonfinite, where(), first_detail);
+    c.reason = fmt::format("{} NaN/Inf values; first at {}: {}", c.nonfinite, where(), t.first_detail);
   } else if (c.constant_output) {
-    c.reason = fmt::format("constant output ({}) while the reference varies from {:.6g} to {:.6g}", load(out, 0), ref_min,
-                           ref_max);
+    c.reason = fmt::format("constant output ({}) while the reference varies from {:.6g} to {:.6g}", t.first_out, t.ref_min,
+                           t.ref_max);
   } else if (c.mismatches > 0) {
-    c.reason = fmt::format("{} of {} elements out of tolerance; first at {}: {}", c.mismatches, n, where(), first_detail);
+    c.reason = fmt::format("{} of {} elements out of tolerance; first at {}: {}", c.mismatches, n, where(), t.first_detail);
   } else if (floating && c.rel_norm_error > tol.rel_norm) {
     c.reason = fmt::format("relative error norm {:.3g} exceeds {:.3g}", c.rel_norm_error, tol.rel_norm);
   }
@@ -150,20 +175,9 @@ OutputCheck check_typed(const T* out, const T* ref, DType d, int64_t n, const ta
   return c;
 }
 
-}  // namespace
-
 OutputCheck check_output(const void* out, const void* ref, DType d, int64_t n, const task::Tolerance& tol,
                          const std::vector<int64_t>& shape) {
-  switch (d) {
-    case DType::kFp32: return check_typed(static_cast<const float*>(out), static_cast<const float*>(ref), d, n, tol, shape);
-    case DType::kFp64: return check_typed(static_cast<const double*>(out), static_cast<const double*>(ref), d, n, tol, shape);
-    case DType::kFp16: return check_typed(static_cast<const Half*>(out), static_cast<const Half*>(ref), d, n, tol, shape);
-    case DType::kBf16: return check_typed(static_cast<const Bf16*>(out), static_cast<const Bf16*>(ref), d, n, tol, shape);
-    case DType::kInt32: return check_typed(static_cast<const int32_t*>(out), static_cast<const int32_t*>(ref), d, n, tol, shape);
-    case DType::kInt64: return check_typed(static_cast<const int64_t*>(out), static_cast<const int64_t*>(ref), d, n, tol, shape);
-    case DType::kBool: return check_typed(static_cast<const uint8_t*>(out), static_cast<const uint8_t*>(ref), d, n, tol, shape);
-  }
-  return OutputCheck{};
+  return conclude_check(tally_output(out, ref, d, n, tol), d, tol, shape);
 }
 
 }  // namespace kp::eval

@@ -1,7 +1,9 @@
-// Output checking: the pure, CPU-side half of correctness. The worker copies an output and the
-// reference's output to the host and asks check_output whether the candidate passes.
+// Output checking: the pure half of correctness. The rules (what passes, and the reason given)
+// live here; the worker tallies an output against the reference's on the GPU and judges the
+// tallies with conclude_check, and check_output does both on the host (tests, small outputs).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,6 +40,28 @@ struct OutputCheck {
   double rel_norm_error = 0;     // ||out - ref||_2 / ||ref||_2 (absolute norm when ||ref|| = 0)
   bool constant_output = false;  // every element equal while the reference varies
 };
+
+// The per-element tallies of one output check before it is judged: what check_output gathers on
+// the host, and what the worker's comparison kernel (worker/device_compare.h) gathers on the GPU
+// without copying the tensors out. conclude_check turns either into the same OutputCheck.
+struct OutputTally {
+  int64_t elements = 0;
+  int64_t mismatches = 0, unwritten = 0, nonfinite = 0, reference_nonfinite = 0;
+  int64_t first_bad_index = -1;
+  double max_abs_error = 0, max_rel_error = 0;
+  double err_sq = 0, ref_sq = 0;               // over elements compared (both finite)
+  double ref_min = INFINITY, ref_max = -INFINITY;  // over finite reference elements
+  bool out_constant = true;                    // every element has the bits of element 0
+  double first_out = 0;                        // element 0 of out, for the constant-output message
+  std::string first_detail;                    // what is wrong with element first_bad_index
+};
+
+// The tallies of n elements on the host (check_output is conclude_check of this).
+OutputTally tally_output(const void* out, const void* ref, task::DType dtype, int64_t n, const task::Tolerance& tol);
+
+// The verdict on an output from its tallies, with the reason check_output gives.
+OutputCheck conclude_check(const OutputTally& t, task::DType dtype, const task::Tolerance& tol,
+                           const std::vector<int64_t>& shape);
 
 // Checks n elements of `out` against `ref` (both of `dtype`, row-major `shape` used only to
 // print indices). Floating outputs pass when: no element is unwritten; no element is NaN or Inf

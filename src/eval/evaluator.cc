@@ -29,8 +29,9 @@ Evaluator::Evaluator(EvaluatorOptions options)
 
 Evaluator::~Evaluator() = default;
 
-Result<EvalResult> Evaluator::evaluate(const task::Task& task, const fs::path& candidate, const fs::path& library_source) {
-  if (task.kind == task::TaskKind::kKernelBench) return evaluate_kernelbench(task, candidate, library_source);
+Result<EvalResult> Evaluator::evaluate(const task::Task& task, const fs::path& candidate, const fs::path& library_source,
+                                       const ReferenceTiming* reference) {
+  if (task.kind == task::TaskKind::kKernelBench) return evaluate_kernelbench(task, candidate, library_source, reference);
   auto t0 = Clock::now();
   EvalResult r;
   r.task_name = task.name;
@@ -78,13 +79,13 @@ Result<EvalResult> Evaluator::evaluate(const task::Task& task, const fs::path& c
     r.total_seconds = since(t0);
     return r;
   }
-  KP_TRY_STATUS(run_on_worker(task, r, r.reference_build->artifact, r.candidate_build->artifact, nullptr));
+  KP_TRY_STATUS(run_on_worker(task, r, r.reference_build->artifact, r.candidate_build->artifact, nullptr, reference));
   r.total_seconds = since(t0);
   return r;
 }
 
 Result<EvalResult> Evaluator::evaluate_kernelbench(const task::Task& task, const fs::path& candidate,
-                                                   fs::path library_source) {
+                                                   fs::path library_source, const ReferenceTiming* reference) {
   auto t0 = Clock::now();
   EvalResult r;
   r.task_name = task.name;
@@ -127,13 +128,14 @@ Result<EvalResult> Evaluator::evaluate_kernelbench(const task::Task& task, const
     std::error_code ec;
     fs::create_directories(files.build_dir, ec);
   }
-  KP_TRY_STATUS(run_on_worker(task, r, task.reference_path, candidate, &files));
+  KP_TRY_STATUS(run_on_worker(task, r, task.reference_path, candidate, &files, reference));
   r.total_seconds = since(t0);
   return r;
 }
 
 Status Evaluator::run_on_worker(const task::Task& task, EvalResult& r, const fs::path& reference,
-                                const fs::path& candidate, const KernelBenchFiles* files) {
+                                const fs::path& candidate, const KernelBenchFiles* files,
+                                const ReferenceTiming* reference_timing) {
   auto t1 = Clock::now();
   auto dev = worker_.device();
   r.worker_start_seconds = since(t1);
@@ -145,8 +147,10 @@ Status Evaluator::run_on_worker(const task::Task& task, EvalResult& r, const fs:
   }
   r.device = *dev;
   auto t2 = Clock::now();
-  KP_TRY(WorkerEvaluation ev, files ? worker_.evaluate(task, reference, candidate, options_.eval, *files)
-                                    : worker_.evaluate(task, reference, candidate, options_.eval));
+  EvalOptions options = options_.eval;
+  if (reference_timing) options.time_reference = false;  // the judge's measurement stands for it
+  KP_TRY(WorkerEvaluation ev, files ? worker_.evaluate(task, reference, candidate, options, *files)
+                                    : worker_.evaluate(task, reference, candidate, options));
   r.worker_seconds = since(t2);
   if (ev.report.reference_failed) {
     if (task.kind == task::TaskKind::kKernelBench)
@@ -166,7 +170,8 @@ Status Evaluator::run_on_worker(const task::Task& task, EvalResult& r, const fs:
   r.candidate_stderr = std::move(ev.candidate_stderr);
   if (ev.report.timing && !ev.report.timing->samples_s.empty()) {
     r.time = summarize(ev.report.timing->samples_s);
-    r.reference_seconds = ev.report.reference_seconds;
+    r.reference_seconds = reference_timing ? reference_timing->seconds : ev.report.reference_seconds;
+    if (reference_timing) ev.report.reference_seconds = reference_timing->seconds;
     if (r.time.median > 0) {
       if (r.reference_seconds > 0) r.speedup_vs_reference = r.reference_seconds / r.time.median;
       r.achieved_bytes_per_s = task.ideal_bytes / r.time.median;
@@ -175,6 +180,52 @@ Status Evaluator::run_on_worker(const task::Task& task, EvalResult& r, const fs:
   }
   r.report = std::move(ev.report);
   return ok_status();
+}
+
+Result<ReferenceTiming> Evaluator::time_reference(const task::Task& task) {
+  fs::path reference = task.reference_path;
+  if (task.kind != task::TaskKind::kKernelBench) {
+    worker_.launch();
+    auto built = builder_.build(build::BuildRequest{task.reference_path, task.reference_libraries, {}});
+    if (!built.ok()) return std::move(built).error().wrap("building the task's reference");
+    if (!built->ok)
+      return make_error(ErrorCode::kInvalidInput,
+                        fmt::format("the task's reference {} does not compile; fix the task:\n{}",
+                                    task.reference_path.string(), build::summarize_diagnostics(built->diagnostics, 5)));
+    reference = built->artifact;
+  }
+  EvalOptions options = options_.eval;
+  options.reference_only = true;
+  options.time_reference = true;
+  // A worker that has never loaded a candidate: this evaluator's, or one of its own.
+  std::unique_ptr<WorkerClient> own;
+  WorkerClient* worker = &worker_;
+  if (worker_.has_loaded_candidate()) {
+    WorkerOptions wo = options_.worker;
+    wo.prewarm_metrics.clear();
+    wo.scratch_dir = options_.worker.scratch_dir / "reference-worker";
+    own = std::make_unique<WorkerClient>(wo);
+    worker = own.get();
+  }
+  auto t0 = Clock::now();
+  const KernelBenchFiles none;
+  KP_TRY(WorkerEvaluation ev, task.kind == task::TaskKind::kKernelBench
+                                  ? worker->evaluate(task, reference, fs::path(), options, none)
+                                  : worker->evaluate(task, reference, fs::path(), options));
+  if (own) own->stop();
+  ReferenceTiming t;
+  t.worker_seconds = since(t0);
+  t.own_worker = own != nullptr;
+  if (ev.report.reference_failed)
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("{}; the task is at fault, not a candidate: {} must run on the task's own inputs",
+                                  ev.report.reason, task.reference_path.string()));
+  if (ev.report.outcome != Outcome::kOk || !ev.report.reference_timing || ev.report.reference_timing->samples_s.empty())
+    return make_error(ErrorCode::kTool, fmt::format("timing the reference alone: {} ({})", to_string(ev.report.outcome),
+                                                    ev.report.reason.empty() ? "no timing in the reply" : ev.report.reason));
+  t.timing = *ev.report.reference_timing;
+  t.seconds = summarize(t.timing.samples_s).median;
+  return t;
 }
 
 }  // namespace kp::eval

@@ -47,6 +47,16 @@ struct EvalResult {
   double build_seconds = 0, worker_start_seconds = 0, worker_seconds = 0, total_seconds = 0;
 };
 
+// A reference's time on one GPU, measured alone (EvalOptions::reference_only) in a worker that
+// has never loaded a candidate. The judge (driver/judge.h) keeps one per task, shapes and GPU for
+// a run and hands it to every evaluation of that task.
+struct ReferenceTiming {
+  double seconds = 0;        // median per call
+  TimingReport timing;       // its samples, method and why sampling stopped
+  double worker_seconds = 0; // the request's wall time
+  bool own_worker = false;   // timed in a worker started for it (the evaluator's had run a candidate)
+};
+
 struct EvaluatorOptions {
   build::BuildOptions build;
   EvalOptions eval;
@@ -70,8 +80,19 @@ class Evaluator {
   // worker builds the candidate itself, in <cache_dir>/torch_extensions. Errors: kNotFound for
   // a missing candidate or .cu, kInvalidInput when the candidate is not a .py or the problem's
   // Model fails on its own inputs.
+  //
+  // `reference`: the reference's time, measured before (time_reference); the worker then does
+  // not time the reference (it still runs it for the expected outputs) and the verdict's
+  // reference_seconds and speedup are that measurement's.
   Result<EvalResult> evaluate(const task::Task& task, const std::filesystem::path& candidate,
-                              const std::filesystem::path& library_source = {});
+                              const std::filesystem::path& library_source = {},
+                              const ReferenceTiming* reference = nullptr);
+
+  // Times the task's reference alone, in this evaluator's worker when it has never loaded a
+  // candidate (the first request of a run), else in a worker started for this and stopped
+  // after. kUnavailable without a GPU; kInvalidInput when the reference does not build or fails
+  // on its own shapes; kTool when the worker crashed or hung.
+  Result<ReferenceTiming> time_reference(const task::Task& task);
 
   // The worker's device; kUnavailable without a GPU.
   Result<DeviceInfo> device() { return worker_.device(); }
@@ -82,10 +103,11 @@ class Evaluator {
 
  private:
   Result<EvalResult> evaluate_kernelbench(const task::Task& task, const std::filesystem::path& candidate,
-                                          std::filesystem::path library_source);
+                                          std::filesystem::path library_source, const ReferenceTiming* reference);
   // Runs the worker part shared by both task kinds and fills r from its report.
   Status run_on_worker(const task::Task& task, EvalResult& r, const std::filesystem::path& reference,
-                       const std::filesystem::path& candidate, const KernelBenchFiles* files);
+                       const std::filesystem::path& candidate, const KernelBenchFiles* files,
+                       const ReferenceTiming* reference_timing);
 
   EvaluatorOptions options_;
   build::Builder builder_;

@@ -38,6 +38,7 @@ void WorkerClient::launch() {
 Status WorkerClient::spawn() {
   process_.reset();
   hello_pending_ = false;
+  candidate_loaded_ = false;
   sys::Command c;
   if (!options_.argv.empty()) {
     c.argv = options_.argv;
@@ -146,7 +147,7 @@ json candidate_request(const std::string& op, const task::Task& task, const fs::
   json req = {{"op", op},
               {"task", to_json(task)},
               {"reference", fs::absolute(reference).string()},
-              {"candidate", fs::absolute(candidate).string()},
+              {"candidate", candidate.empty() ? std::string() : fs::absolute(candidate).string()},
               {"options", to_json(options)}};
   if (files) {
     if (!files->library.empty()) req["library"] = fs::absolute(files->library).string();
@@ -173,6 +174,7 @@ Result<WorkerEvaluation> WorkerClient::run_evaluation(json req, const EvalOption
   fs::path out_log = options_.scratch_dir / "worker.stdout.log", err_log = options_.scratch_dir / "worker.stderr.log";
   uint64_t out_off = file_size_or_zero(out_log), err_off = file_size_or_zero(err_log);
   req["id"] = next_id_++;
+  if (!options.reference_only) candidate_loaded_ = true;
   WorkerEvaluation ev;
   auto failed = [&](Outcome outcome, std::string reason) {
     ev.report.outcome = outcome;
@@ -294,6 +296,7 @@ Result<WorkerClient::CallReply> WorkerClient::call(json request, double timeout_
   uint64_t out_off = file_size_or_zero(out_log), err_off = file_size_or_zero(err_log);
   std::string op = request.value("op", std::string("?"));
   request["id"] = next_id_++;
+  if (op == "profile" || op == "eval") candidate_loaded_ = true;
   Exchange x = exchange(request, timeout_s);
   CallReply r;
   r.worker_stdout = read_log_since(out_log, out_off);

@@ -132,6 +132,10 @@ class WorkerClient {
 
   // Stops the worker (shutdown request, then kill after a grace period).
   void stop();
+  // Whether the running worker process has been handed a candidate (an eval that is not
+  // reference_only, or a profile request). A reference is timed only where none ever was:
+  // a candidate's module or threads could otherwise slow it (driver/judge.h).
+  bool has_loaded_candidate() const { return candidate_loaded_; }
 
  private:
   // One request and its reply line. On failure the worker is killed and gone.
@@ -155,6 +159,7 @@ class WorkerClient {
   std::optional<DeviceInfo> device_;
   std::optional<Error> unavailable_;  // a start that found no GPU: not retried
   bool hello_pending_ = false;        // spawned by launch(), hello not read yet
+  bool candidate_loaded_ = false;     // the running process was sent a candidate
   int next_id_ = 1;
 };
 

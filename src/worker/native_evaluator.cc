@@ -15,8 +15,10 @@
 #include "eval/compare.h"
 #include "eval/physics_floor.h"
 #include "eval/statistics.h"
+#include "eval/timing_rule.h"
 #include "util/strings.h"
 #include "worker/candidate_library.h"
+#include "worker/device_compare.h"
 #include "worker/device_ops.h"
 #include "worker/profile_hooks.h"
 
@@ -138,6 +140,7 @@ struct NativeEvaluator::Impl {
   cudaEvent_t start = nullptr, stop = nullptr;
   DeviceBuffer flush;
   DeviceBuffer scratch;  // 8 bytes for checksums
+  CompareScratch compare_scratch;  // the output check's tallies on the device
 
   // Per evaluation.
   const task::Task* task = nullptr;
@@ -146,6 +149,8 @@ struct NativeEvaluator::Impl {
   std::vector<TensorSet> sets;  // sets[0] is the correctness set
   // The reference's outputs for each set's current inputs: ref_outputs[k][i] is output i of set k.
   std::vector<std::vector<DeviceBuffer>> ref_outputs;
+  // Set 0's reference outputs of the previous correctness trial (keep_previous_reference).
+  std::vector<DeviceBuffer> prev_ref;
   std::vector<kp_scalar> scalars;
   // Under graph replay, call i's own outputs on the inputs of set i % sets (ensure_graph_outputs).
   std::vector<TensorSet> graph_views;
@@ -169,6 +174,7 @@ struct NativeEvaluator::Impl {
     graph_views.clear();
     sets.clear();
     ref_outputs.clear();
+    prev_ref.clear();
     ref_workspace = DeviceBuffer();
     cand_workspace = DeviceBuffer();
   }
@@ -294,33 +300,61 @@ struct NativeEvaluator::Impl {
   }
 
   // Compares the outputs of `outs` (sets[k], or a graph call's own outputs on set k's inputs)
-  // with ref_outputs[k]. Fills report->checks; an incorrect output is a kIncorrect stop naming
-  // it and `when`. The host copies of the reference's outputs are moved to *ref_copies when given.
-  MaybeStop compare_outputs(const TensorSet& outs, size_t k, eval::WorkerReport* report, const std::string& when,
-                            std::vector<std::vector<unsigned char>>* ref_copies = nullptr) {
+  // with ref_outputs[k], on the GPU (worker/device_compare.h: nothing is copied to the host but
+  // the tallies). Fills report->checks; an incorrect output is a kIncorrect stop naming it and
+  // `when`.
+  MaybeStop compare_outputs(const TensorSet& outs, size_t k, eval::WorkerReport* report, const std::string& when) {
+    return compare_against(outs, ref_outputs[k], report, when);
+  }
+
+  MaybeStop compare_against(const TensorSet& outs, const std::vector<DeviceBuffer>& wants, eval::WorkerReport* report,
+                            const std::string& when) {
     report->checks.clear();
-    if (ref_copies) ref_copies->clear();
     std::optional<Stop> first_failure;
     for (size_t i = 0; i < task->outputs.size(); ++i) {
       const auto& s = task->outputs[i];
-      std::vector<unsigned char> out(s.bytes()), ref(s.bytes());
-      KP_STOP_IF(harness(cudaMemcpy(out.data(), outs.outputs[i].get(), s.bytes(), cudaMemcpyDeviceToHost), "copying outputs"));
-      KP_STOP_IF(harness(cudaMemcpy(ref.data(), ref_outputs[k][i].get(), s.bytes(), cudaMemcpyDeviceToHost), "copying outputs"));
-      eval::OutputCheck c = eval::check_output(out.data(), ref.data(), s.dtype, s.numel(), task->tolerance_for(i), s.shape);
+      eval::OutputTally t;
+      KP_STOP_IF(harness(device_tally(outs.outputs[i].get(), wants[i].get(), s.dtype, s.numel(), task->tolerance_for(i),
+                                      compare_scratch, stream, &t),
+                         "comparing outputs"));
+      eval::OutputCheck c = eval::conclude_check(t, s.dtype, task->tolerance_for(i), s.shape);
       if (!c.passed && !first_failure)
         first_failure = Stop{Outcome::kIncorrect, fmt::format("output '{}' {}: {}", s.name, when, c.reason)};
       report->checks.push_back(std::move(c));
-      if (ref_copies) ref_copies->push_back(std::move(ref));
     }
     return first_failure;
   }
 
+  // Keeps a device copy of set 0's reference outputs (the previous trial's), so a failing trial
+  // whose output equals them is named a result cache. False when the copies do not fit: the
+  // tag is then not given (the trial fails all the same).
+  bool keep_previous_reference() {
+    if (prev_ref.size() != task->outputs.size()) {
+      prev_ref.clear();
+      for (const auto& s : task->outputs) {
+        prev_ref.emplace_back();
+        if (prev_ref.back().allocate(s.bytes()) != cudaSuccess) {
+          cudaGetLastError();
+          prev_ref.clear();
+          return false;
+        }
+      }
+    }
+    for (size_t i = 0; i < prev_ref.size(); ++i)
+      if (cudaMemcpyAsync(prev_ref[i].get(), ref_outputs[0][i].get(), task->outputs[i].bytes(), cudaMemcpyDeviceToDevice,
+                          stream) != cudaSuccess) {
+        cudaGetLastError();
+        prev_ref.clear();
+        return false;
+      }
+    return true;
+  }
+
   // Names the cheat a failed correctness trial looks like, from the first failing output's
-  // check. `previous_ref` holds the host copies of the previous trial's reference outputs (empty
-  // in the first trial): an output equal to them was kept from the previous call, while the
-  // inputs changed in place.
-  void tag_correctness_failure(Stop& s, const eval::WorkerReport& report,
-                               const std::vector<std::vector<unsigned char>>& previous_ref) {
+  // check. `has_previous`: prev_ref holds the previous trial's reference outputs (not in the
+  // first trial): an output equal to them was kept from the previous call, while the inputs
+  // changed in place.
+  void tag_correctness_failure(Stop& s, const eval::WorkerReport& report, bool has_previous) {
     for (size_t i = 0; i < report.checks.size() && i < task->outputs.size(); ++i) {
       const eval::OutputCheck& c = report.checks[i];
       if (c.passed) continue;
@@ -330,11 +364,11 @@ struct NativeEvaluator::Impl {
         s.cheat = "constant_output";
         return;
       }
-      if (i < previous_ref.size() && c.unwritten == 0) {
-        std::vector<unsigned char> out(spec.bytes());
-        if (cudaMemcpy(out.data(), sets[0].outputs[i].get(), spec.bytes(), cudaMemcpyDeviceToHost) == cudaSuccess &&
-            eval::check_output(out.data(), previous_ref[i].data(), spec.dtype, spec.numel(), task->tolerance_for(i), spec.shape)
-                .passed) {
+      if (has_previous && i < prev_ref.size() && c.unwritten == 0) {
+        eval::OutputTally t;
+        if (device_tally(sets[0].outputs[i].get(), prev_ref[i].get(), spec.dtype, spec.numel(), task->tolerance_for(i),
+                         compare_scratch, stream, &t) == cudaSuccess &&
+            eval::conclude_check(t, spec.dtype, task->tolerance_for(i), spec.shape).passed) {
           s.cheat = "result_cache";
           s.reason += " (it is the previous trial's result: the output was kept from an earlier call although the "
                       "inputs changed in place; results are cached by pointer)";
@@ -356,7 +390,7 @@ struct NativeEvaluator::Impl {
 
   MaybeStop correctness(const CandidateLibrary& ref, const CandidateLibrary& cand, eval::WorkerReport* report) {
     TensorSet& set = sets[0];
-    std::vector<std::vector<unsigned char>> previous_ref;
+    bool has_previous = false;
     for (int trial = 0; trial < options->correctness_trials; ++trial) {
       KP_STOP_IF(fill_inputs(set, static_cast<uint64_t>(trial)));
       KP_STOP_IF(run_reference(ref, 0, report));
@@ -392,8 +426,7 @@ struct NativeEvaluator::Impl {
                       "input_mutation"};
         }
       }
-      std::vector<std::vector<unsigned char>> ref_copies;
-      if (MaybeStop s = compare_outputs(set, 0, report, fmt::format("in trial {}", trial + 1), &ref_copies)) {
+      if (MaybeStop s = compare_outputs(set, 0, report, fmt::format("in trial {}", trial + 1))) {
         if (s->outcome == Outcome::kIncorrect && new_threads) {
           retire = true;
           s->cheat = "background_thread";
@@ -401,11 +434,11 @@ struct NativeEvaluator::Impl {
                                    "not part of the call)",
                                    threads_after - threads_before, threads_after - threads_before == 1 ? "" : "s");
         } else if (s->outcome == Outcome::kIncorrect) {
-          tag_correctness_failure(*s, *report, previous_ref);
+          tag_correctness_failure(*s, *report, has_previous);
         }
         return s;
       }
-      previous_ref = std::move(ref_copies);
+      has_previous = trial + 1 < options->correctness_trials && keep_previous_reference();
       report->trials_run = trial + 1;
     }
     return std::nullopt;
@@ -557,12 +590,8 @@ struct NativeEvaluator::Impl {
     }
     timing->warmup_calls = std::max(options->warmup_calls, 1);
     double t_est = std::max(eval::summarize(estimate).median, 1e-7);
-    auto trials_for = [&](double per_trial) {
-      double n = options->timing_budget_s / per_trial;
-      return static_cast<int>(std::clamp(n, static_cast<double>(options->min_trials), static_cast<double>(options->max_trials)));
-    };
     if (t_est * 1e6 < options->graph_threshold_us) {
-      MaybeStop g = time_with_graph(lib, workspace, role, t_est, trials_for, timing, report);
+      MaybeStop g = time_with_graph(lib, workspace, role, timing, report);
       if (g && g->outcome == Outcome::kOk && candidate) {
         // An honest candidate (launches on args->stream only, no sync or allocation in kp_run)
         // is always capturable; one that is not would escape the event timing of short calls.
@@ -577,13 +606,20 @@ struct NativeEvaluator::Impl {
       // else: the calls could not be captured; fall back to events below.
     }
     timing->method = "events";
-    int n = trials_for(t_est + 1e-4);  // + the flush
-    for (int i = 0; i < n; ++i) {
+    // Samples until the median is known within median_ci, or the loop's wall budget (every call
+    // counted whole: poisoning, flush, syncs) or max_trials is spent (eval/timing_rule.h).
+    const auto loop_start = Clock::now();
+    eval::SamplingStop decision = eval::SamplingStop::kContinue;
+    for (int i = 0; decision == eval::SamplingStop::kContinue; ++i) {
       double e = 0, w = 0;
       KP_STOP_IF(timed(static_cast<size_t>(i) % args.size(), &e, &w));
       timing->samples_s.push_back(e);
       timing->wall_s.push_back(w);
+      decision = eval::sampling_decision(timing->samples_s, seconds_since(loop_start), *options);
     }
+    timing->stop = eval::to_string(decision);
+    timing->median_ci_rel = eval::median_interval95(timing->samples_s).relative_half_width();
+    timing->loop_wall_s = seconds_since(loop_start);
     if (candidate) {
       KP_STOP_IF(check_timed_outputs(used, report));
       double ev = eval::summarize(timing->samples_s).median, wall = eval::summarize(timing->wall_s).median;
@@ -633,9 +669,8 @@ struct NativeEvaluator::Impl {
   // the candidate, after the timed replays the outputs are poisoned, the graph is replayed once
   // more, and the outputs checked: each call's own when it has them (a call that skipped its
   // work is caught even when another call in the graph did the same set's), else each set's.
-  template <typename TrialsFor>
-  MaybeStop time_with_graph(const CandidateLibrary& lib, DeviceBuffer& workspace, Role role, double t_est,
-                            TrialsFor trials_for, eval::TimingReport* timing, eval::WorkerReport* report) {
+  MaybeStop time_with_graph(const CandidateLibrary& lib, DeviceBuffer& workspace, Role role, eval::TimingReport* timing,
+                            eval::WorkerReport* report) {
     const bool candidate = role == Role::kCandidate;
     const char* who = candidate ? "the candidate" : "the reference";
     const int calls = std::max(options->graph_calls, 1);
@@ -668,12 +703,14 @@ struct NativeEvaluator::Impl {
       return Stop{Outcome::kOk, fmt::format("graph not instantiable: {}", cudaGetErrorName(e))};
     }
     timing->method = "graph";
-    int n = trials_for(t_est * calls);
     MaybeStop result;
     if (candidate) result = check_persisting_l2();
     if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
     if (!result) result = cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who));
-    for (int i = 0; i < n && !result; ++i) {
+    // One sample per replay, until the sampling rule stops (eval/timing_rule.h).
+    const auto loop_start = Clock::now();
+    eval::SamplingStop decision = eval::SamplingStop::kContinue;
+    while (!result && decision == eval::SamplingStop::kContinue) {
       result = harness(cudaEventRecord(start, stream), "recording an event");
       if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
       if (!result) result = harness(cudaEventRecord(stop, stream), "recording an event");
@@ -681,7 +718,11 @@ struct NativeEvaluator::Impl {
       float ms = 0;
       if (!result) result = harness(cudaEventElapsedTime(&ms, start, stop), "reading events");
       if (!result) timing->samples_s.push_back(ms * 1e-3 / calls);
+      decision = eval::sampling_decision(timing->samples_s, seconds_since(loop_start), *options);
     }
+    timing->stop = eval::to_string(decision);
+    timing->median_ci_rel = eval::median_interval95(timing->samples_s).relative_half_width();
+    timing->loop_wall_s = seconds_since(loop_start);
     if (candidate && !result) {
       if (own_outputs) {
         for (size_t i = 0; i < graph_views.size() && !result; ++i) result = poison_outputs(graph_views[i]);
@@ -859,14 +900,10 @@ struct NativeEvaluator::Impl {
   }
 
 
-  MaybeStop run(const CandidateLibrary& ref, const CandidateLibrary& cand, eval::WorkerReport* report) {
-    auto phase = Clock::now();
-    auto end_phase = [&](const char* name) {
-      report->phase_seconds[name] = seconds_since(phase);
-      phase = Clock::now();
-    };
+  // The input sets, the reference's output buffers and the workspaces (the candidate's when
+  // given), as many sets as fit in a quarter of free memory.
+  MaybeStop setup(const CandidateLibrary& ref, const CandidateLibrary* cand) {
     for (const auto& s : task->scalars) scalars.push_back({s.name.c_str(), s.is_integer ? 1 : 0, s.f, s.i});
-    check_physics_floor(nullptr, report);  // the floor as event timing would give it, until timing says otherwise
     size_t free_bytes = 0, total_bytes = 0;
     KP_STOP_IF(harness(cudaMemGetInfo(&free_bytes, &total_bytes), "querying memory"));
     uint64_t io = task->io_bytes(), out_bytes = 0;
@@ -883,12 +920,21 @@ struct NativeEvaluator::Impl {
         KP_STOP_IF(harness(bufs.back().allocate(s.bytes()), "allocating reference outputs"));
       }
     }
-    {
-      kp_args probe = make_args(sets[0], ref_workspace);
-      size_t rb = ref.workspace_bytes(probe), cb = cand.workspace_bytes(probe);
-      if (rb) KP_STOP_IF(harness(ref_workspace.allocate(rb), "allocating the reference workspace"));
-      if (cb) KP_STOP_IF(cuda_failure(cand_workspace.allocate(cb), fmt::format("allocating the candidate's workspace of {} bytes", cb)));
-    }
+    kp_args probe = make_args(sets[0], ref_workspace);
+    size_t rb = ref.workspace_bytes(probe), cb = cand ? cand->workspace_bytes(probe) : 0;
+    if (rb) KP_STOP_IF(harness(ref_workspace.allocate(rb), "allocating the reference workspace"));
+    if (cb) KP_STOP_IF(cuda_failure(cand_workspace.allocate(cb), fmt::format("allocating the candidate's workspace of {} bytes", cb)));
+    return std::nullopt;
+  }
+
+  MaybeStop run(const CandidateLibrary& ref, const CandidateLibrary& cand, eval::WorkerReport* report) {
+    auto phase = Clock::now();
+    auto end_phase = [&](const char* name) {
+      report->phase_seconds[name] = seconds_since(phase);
+      phase = Clock::now();
+    };
+    check_physics_floor(nullptr, report);  // the floor as event timing would give it, until timing says otherwise
+    KP_STOP_IF(setup(ref, &cand));
     end_phase("setup");
     KP_STOP_IF(correctness(ref, cand, report));
     for (size_t k = 1; k < sets.size(); ++k) {
@@ -904,15 +950,37 @@ struct NativeEvaluator::Impl {
     KP_STOP_IF(check_physics_floor(&cand_timing, report));
     report->timing = cand_timing;
     end_phase("timing");
-    eval::TimingReport ref_timing;
-    KP_STOP_IF(time_library(ref, ref_workspace, Role::kReference, &ref_timing, report));
-    report->reference_seconds = eval::summarize(ref_timing.samples_s).median;
-    end_phase("reference_timing");
+    if (options->time_reference) {
+      eval::TimingReport ref_timing;
+      KP_STOP_IF(time_library(ref, ref_workspace, Role::kReference, &ref_timing, report));
+      report->reference_seconds = eval::summarize(ref_timing.samples_s).median;
+      report->reference_timing = std::move(ref_timing);
+      end_phase("reference_timing");
+    }
 
     MaybeStop stop;
     report->energy = measure_energy(cand, cand_workspace, eval::summarize(cand_timing.samples_s).median, &stop);
     end_phase("energy");
     return stop;
+  }
+
+  // EvalOptions::reference_only: the reference timed alone, on the same sets, flush and method
+  // as in an evaluation; no candidate is loaded into this process.
+  MaybeStop run_reference_only(const CandidateLibrary& ref, eval::WorkerReport* report) {
+    auto phase = Clock::now();
+    KP_STOP_IF(setup(ref, nullptr));
+    for (size_t k = 0; k < sets.size(); ++k) {
+      KP_STOP_IF(fill_inputs(sets[k], k == 0 ? 0 : 1000 + k));
+      KP_STOP_IF(run_reference(ref, k, report));
+    }
+    report->phase_seconds["setup"] = seconds_since(phase);
+    phase = Clock::now();
+    eval::TimingReport ref_timing;
+    KP_STOP_IF(time_library(ref, ref_workspace, Role::kReference, &ref_timing, report));
+    report->reference_seconds = eval::summarize(ref_timing.samples_s).median;
+    report->reference_timing = std::move(ref_timing);
+    report->phase_seconds["reference_timing"] = seconds_since(phase);
+    return std::nullopt;
   }
 
   // Flushes L2 (and resets persisting lines) before an observed call, as timed_call does.
@@ -1060,6 +1128,13 @@ eval::WorkerReport NativeEvaluator::evaluate(const task::Task& task, const std::
   auto load_start = Clock::now();
   auto ref = CandidateLibrary::open(ref_path);
   if (!ref.ok()) return finish(Outcome::kLoadError, "the task's reference: " + ref.error().message);
+  if (options.reference_only) {
+    report.phase_seconds["load"] = seconds_since(load_start);
+    if (MaybeStop s = m.ensure_resources()) return finish(s->outcome, s->reason);
+    m.clear_persisting_l2();
+    if (MaybeStop s = m.run_reference_only(**ref, &report)) return finish(s->outcome, s->reason, s->cheat);
+    return finish(Outcome::kOk, "");
+  }
   auto cand = CandidateLibrary::open(cand_path);
   if (!cand.ok()) return finish(Outcome::kLoadError, cand.error().message);
   report.phase_seconds["load"] = seconds_since(load_start);

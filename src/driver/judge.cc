@@ -1,0 +1,111 @@
+#include "driver/judge.h"
+
+#include <fmt/format.h>
+
+#include "eval/protocol.h"
+#include "util/hash.h"
+#include "util/strings.h"
+
+namespace kp::driver {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The file's contents as a hash, or "" when it cannot be read.
+std::string contents_hash(const fs::path& p) {
+  if (p.empty()) return "";
+  auto text = read_file(p.string());
+  return text.ok() ? sha256_hex(*text) : std::string();
+}
+
+}  // namespace
+
+Judge::Judge(eval::EvaluatorOptions options)
+    : options_(std::move(options)), evaluator_(std::make_unique<eval::Evaluator>(options_)) {}
+
+Judge::~Judge() = default;
+
+std::string Judge::reference_key(const task::Task& task) const {
+  std::string gpu = "no-gpu";
+  auto d = evaluator_->worker().device();
+  if (d.ok()) gpu = d->name + "@" + d->pci_bus_id;
+  return sha256_hex(eval::to_json(task).dump() + "\n" + contents_hash(task.reference_path) + "\n" +
+                    options_.eval.precision + "\n" + gpu);
+}
+
+std::string Judge::candidate_key(const fs::path& candidate, const fs::path& library_source) const {
+  return fs::absolute(candidate).string() + "\n" + contents_hash(candidate) + "\n" + library_source.string() + "\n" +
+         contents_hash(library_source);
+}
+
+const eval::ReferenceTiming* Judge::reference_of(const task::Task& task) const {
+  auto it = references_.find(reference_key(task));
+  return it == references_.end() ? nullptr : &it->second;
+}
+
+const eval::EvalResult* Judge::verdict_of(const fs::path& candidate, const fs::path& library_source) const {
+  auto it = verdicts_.find(candidate_key(candidate, library_source));
+  return it == verdicts_.end() ? nullptr : &it->second;
+}
+
+Result<eval::EvalResult> Judge::evaluate(const task::Task& task, const fs::path& candidate, const fs::path& library_source) {
+  const eval::ReferenceTiming* reference = nullptr;
+  if (options_.eval.time_reference) {
+    // Without a GPU the evaluation says so (not_run); nothing to time.
+    if (evaluator_->worker().device().ok()) {
+      const std::string key = reference_key(task);
+      auto it = references_.find(key);
+      if (it != references_.end()) {
+        reference = &it->second;
+        ++stats_.reference_reuses;
+      } else if (!failed_references_.count(key)) {
+        auto timed = evaluator_->time_reference(task);
+        if (timed.ok()) {
+          ++stats_.reference_timings;
+          stats_.reference_seconds += timed->worker_seconds;
+          reference = &references_.emplace(key, std::move(*timed)).first->second;
+        } else if (timed.error().code == ErrorCode::kInvalidInput) {
+          return std::move(timed).error();  // the task's reference is at fault
+        } else {
+          // A crash or hang of the reference alone: the evaluation times it itself, as before.
+          failed_references_[key] = timed.error().message;
+        }
+      }
+    }
+  }
+  KP_TRY(eval::EvalResult r, evaluator_->evaluate(task, candidate, library_source, reference));
+  ++stats_.evaluations;
+  verdicts_[candidate_key(candidate, library_source)] = r;
+  return r;
+}
+
+Result<ProfilePage> Judge::profile(const task::Task& task, const fs::path& candidate, const fs::path& library_source,
+                                   const ProfileSessionOptions& options, const ProgressFn& progress) {
+  ProfileOn on;
+  on.evaluator = evaluator_.get();
+  on.verdict = [&]() -> Result<eval::EvalResult> {
+    if (const eval::EvalResult* kept = verdict_of(candidate, library_source)) {
+      ++stats_.verdict_reuses;
+      return *kept;
+    }
+    return evaluate(task, candidate, library_source);
+  };
+  return run_profile(task, candidate, library_source, options, progress, on);
+}
+
+Result<AnalyzePage> Judge::analyze(const task::Task& task, const fs::path& candidate, const fs::path& library_source,
+                                   const AnalyzeOptions& options, const ProgressFn& progress) {
+  ProfileOn on;
+  on.evaluator = evaluator_.get();
+  on.verdict = [&]() -> Result<eval::EvalResult> {
+    if (const eval::EvalResult* kept = verdict_of(candidate, library_source)) {
+      ++stats_.verdict_reuses;
+      return *kept;
+    }
+    return evaluate(task, candidate, library_source);
+  };
+  return run_analyze(task, candidate, library_source, options, progress, on);
+}
+
+}  // namespace kp::driver
