@@ -9,13 +9,13 @@
 #include <thread>
 
 #include <cuda_runtime.h>
-#include <nvtx3/nvToolsExt.h>
 #include <fmt/format.h>
+#include <nvtx3/nvToolsExt.h>
 
-#include "eval/compare.h"
-#include "eval/physics_floor.h"
-#include "eval/statistics.h"
 #include "util/strings.h"
+#include "verdict/compare.h"
+#include "verdict/physics_floor.h"
+#include "verdict/statistics.h"
 #include "worker/candidate_library.h"
 #include "worker/device_ops.h"
 #include "worker/profile_hooks.h"

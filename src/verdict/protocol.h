@@ -34,11 +34,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "eval/compare.h"
-#include "eval/eval_options.h"
-#include "eval/outcome.h"
 #include "task/task.h"
 #include "util/result.h"
+#include "verdict/compare.h"
+#include "verdict/eval_options.h"
+#include "verdict/outcome.h"
 
 namespace kp::eval {
 
