@@ -9,9 +9,9 @@
 
 #include "bench/bench_support.h"
 #include "build/builder.h"
-#include "eval/statistics.h"
 #include "sys/subprocess.h"
 #include "util/strings.h"
+#include "verdict/statistics.h"
 
 using namespace kp;
 

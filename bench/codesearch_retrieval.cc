@@ -20,7 +20,7 @@
 
 #include "codesearch/chunker.h"
 #include "codesearch/index.h"
-#include "store/sqlite.h"
+#include "sqlite/db.h"
 #include "sys/temp_dir.h"
 #include "util/strings.h"
 
@@ -64,9 +64,9 @@ double percentile(std::vector<double> v, double p) {
 }
 
 // The baseline: every chunk's raw text in one unicode61 column, queried with the words OR'ed.
-Result<store::Db> plain_index(const fs::path& root, const fs::path& db_path, double* seconds) {
+Result<sqlite::Db> plain_index(const fs::path& root, const fs::path& db_path, double* seconds) {
   const auto t0 = Clock::now();
-  KP_TRY(auto db, store::Db::open(db_path.string()));
+  KP_TRY(auto db, sqlite::Db::open(db_path.string()));
   KP_TRY_STATUS(db.exec("CREATE VIRTUAL TABLE fts USING fts5(path UNINDEXED, body); BEGIN"));
   KP_TRY(auto add, db.prepare("INSERT INTO fts(path, body) VALUES (?, ?)"));
   for (const char* folder : {"include", "tools/util/include", "examples"}) {
@@ -89,7 +89,7 @@ Result<store::Db> plain_index(const fs::path& root, const fs::path& db_path, dou
   return db;
 }
 
-Result<std::vector<std::string>> plain_search(store::Db& db, const std::string& query) {
+Result<std::vector<std::string>> plain_search(sqlite::Db& db, const std::string& query) {
   std::vector<std::string> words;
   for (const auto& w : split(query, ' '))
     if (!w.empty()) {

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "bench/bench_support.h"
-#include "eval/statistics.h"
 #include "task/native_task_loader.h"
+#include "verdict/statistics.h"
 
 using namespace kp;
 

@@ -1,4 +1,4 @@
-"""The "profile" op of the KernelBench worker (src/eval/protocol.h, ProfileRequest/ProfileReply).
+"""The "profile" op of the KernelBench worker (src/verdict/protocol.h, ProfileRequest/ProfileReply).
 
 The candidate's ModelNew is loaded as for an evaluation (own namespace, the problem's seed-42
 construction), passes one correctness trial against the problem's Model, runs its warm-up calls,

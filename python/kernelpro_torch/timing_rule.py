@@ -1,7 +1,7 @@
-"""When to stop sampling timed calls: the twin of src/eval/timing_rule.h, held to the same cases
+"""When to stop sampling timed calls: the twin of src/verdict/timing_rule.h, held to the same cases
 (tests/data/timing_rule_cases.json) by a C++ test and a Python test.
 
-The thresholds are EvalOptions' (src/eval/eval_options.h). kernelpro sends every field with each
+The thresholds are EvalOptions' (src/verdict/eval_options.h). kernelpro sends every field with each
 request; a request that lacks one (a hand-written --once request) gets EvalOptions' default from
 eval_defaults.json, which a C++ test holds equal to EvalOptions{}."""
 

@@ -1,6 +1,6 @@
 """`python -m kernelpro_torch.worker`: the KernelBench worker.
 
-It speaks kp-worker's protocol (src/eval/protocol.h): one JSON request per line on fd 3, one
+It speaks kp-worker's protocol (src/verdict/protocol.h): one JSON request per line on fd 3, one
 JSON reply per line on fd 4; stdout and stderr belong to the candidates. Requests:
   {"op":"hello"}     -> {"ok":true,"device":{...},"protocol":1,"torch_version":"..."} or {"ok":false,"error":...}
                         (with "prewarm_profiler": {"metrics":[..],"rangeprof_library":path}, the stage-1

@@ -13,11 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/roofline.h"
-#include "eval/protocol.h"
 #include "profile/ceilings.h"
 #include "profile/kernel_metrics.h"
 #include "profile/sass/sass_summary.h"
 #include "profile/trace/trace.h"
+#include "verdict/protocol.h"
 
 namespace kp::analysis {
 

@@ -12,6 +12,7 @@
 #include "build/elf_imports.h"
 #include "sys/subprocess.h"
 #include "sys/temp_dir.h"
+#include "task/tune_params.h"
 #include "util/hash.h"
 #include "util/strings.h"
 
@@ -123,44 +124,6 @@ std::string arch_for_compute_capability(int major, int minor) {
   return base;
 }
 
-Result<std::vector<TuneParam>> parse_tune_params(std::string_view source) {
-  std::vector<TuneParam> out;
-  static const std::regex re(R"(\bKP_TUNE\s*\(\s*([A-Za-z_]\w*)\s*((?:,[^,)]*)*)\))");
-  std::string text(source);
-  // Ignore the macro's own definition and mentions inside line comments.
-  std::string cleaned;
-  for (const auto& line : split_lines(text)) {
-    std::string_view l = trim(line);
-    if (starts_with(l, "//") || starts_with(l, "#define") || starts_with(l, "*")) {
-      cleaned += "\n";
-      continue;
-    }
-    cleaned += line + "\n";
-  }
-  for (auto it = std::sregex_iterator(cleaned.begin(), cleaned.end(), re); it != std::sregex_iterator(); ++it) {
-    TuneParam p;
-    p.name = (*it)[1];
-    std::string rest = (*it)[2];
-    for (const auto& v : split(rest, ',')) {
-      std::string_view t = trim(v);
-      if (t.empty()) continue;
-      try {
-        size_t used = 0;
-        long long value = std::stoll(std::string(t), &used, 0);
-        if (used != t.size()) throw std::invalid_argument("trailing");
-        p.values.push_back(value);
-      } catch (...) {
-        return make_error(ErrorCode::kInvalidInput,
-                          fmt::format("KP_TUNE({}, ...): value \"{}\" is not an integer literal", p.name, t));
-      }
-    }
-    if (p.values.empty())
-      return make_error(ErrorCode::kInvalidInput, fmt::format("KP_TUNE({}) lists no values; write KP_TUNE({}, 128, 256)", p.name, p.name));
-    out.push_back(std::move(p));
-  }
-  return out;
-}
-
 Builder::Builder(BuildOptions options) : options_(std::move(options)) {
   if (options_.include_dir.empty()) options_.include_dir = fs::path(KP_SOURCE_DIR) / "include";
   if (options_.arch.empty()) options_.arch = detect_arch("sm_90a");
@@ -208,11 +171,11 @@ Result<BuildResult> Builder::build(const BuildRequest& request) {
     abi += p.filename().string() + '\0' + text + '\0';
   }
 
-  KP_TRY(auto params, parse_tune_params(*source));
+  KP_TRY(auto params, task::parse_tune_params(*source));
   std::map<std::string, long long> tune;
   for (const auto& p : params) tune[p.name] = p.values.front();
   for (const auto& [name, value] : request.tune) {
-    auto it = std::find_if(params.begin(), params.end(), [&](const TuneParam& p) { return p.name == name; });
+    auto it = std::find_if(params.begin(), params.end(), [&](const task::TuneParam& p) { return p.name == name; });
     if (it == params.end())
       return make_error(ErrorCode::kInvalidInput, fmt::format("{}: no KP_TUNE({}, ...) to override", request.source.string(), name));
     if (std::find(it->values.begin(), it->values.end(), value) == it->values.end())

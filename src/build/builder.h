@@ -71,15 +71,6 @@ struct BuildRequest {
 // Whether a source includes CuTe or CUTLASS headers (#include <cute/...> or "cutlass/...").
 bool uses_cutlass(std::string_view source);
 
-// A declared KP_TUNE parameter: its name and allowed values, the first being the default.
-struct TuneParam {
-  std::string name;
-  std::vector<long long> values;
-};
-// Reads KP_TUNE(NAME, v0, v1, ...) declarations from source text. kInvalidInput when a
-// declaration has no values or a non-integer value.
-Result<std::vector<TuneParam>> parse_tune_params(std::string_view source);
-
 // "sm_90a" for 9.0 (Hopper's arch-specific features), "sm_100a" for 10.0, "sm_XY" otherwise.
 std::string arch_for_compute_capability(int major, int minor);
 

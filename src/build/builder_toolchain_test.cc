@@ -11,6 +11,7 @@
 #include "profile/sass/cuobjdump.h"
 #include "sys/temp_dir.h"
 #include "task/native_task_loader.h"
+#include "task/tune_params.h"
 #include "tests/support/paths.h"
 #include "util/strings.h"
 
@@ -55,7 +56,7 @@ TEST_F(BuilderToolchain, EveryExampleReferenceAndSeedBuildsWithEveryTuneValue) {
     ASSERT_TRUE(task->seed_path) << task->name << " has no seed.cu";
     requests.push_back({*task->seed_path, task->candidate_libraries, {}});
     auto source = read_file(task->seed_path->string());
-    auto params = parse_tune_params(*source);
+    auto params = task::parse_tune_params(*source);
     ASSERT_TRUE(params.ok());
     for (const auto& p : *params)
       for (size_t v = 1; v < p.values.size(); ++v) requests.push_back(BuildRequest{*task->seed_path, task->candidate_libraries, {{p.name, p.values[v]}}});

@@ -7,14 +7,14 @@
 #include <string>
 
 #include "build/builder.h"
-#include "codesearch/index.h"
 #include "cli/commands.h"
-#include "eval/eval_options.h"
+#include "codesearch/index.h"
 #include "eval/evaluator.h"
 #include "eval/worker_client.h"
 #include "sys/temp_dir.h"
 #include "task/task.h"
 #include "util/result.h"
+#include "verdict/eval_options.h"
 
 namespace kp::cli {
 

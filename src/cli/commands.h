@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "eval/eval_options.h"
 #include "util/result.h"
+#include "verdict/eval_options.h"
 
 namespace kp::cli {
 

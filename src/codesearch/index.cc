@@ -219,7 +219,7 @@ Result<Index> Index::open(const fs::path& db, bool read_only) {
   if (read_only && !fs::exists(db, ec))
     return make_error(ErrorCode::kNotFound, fmt::format("{}: no index there; run `kernelpro cutlass index`", db.string()));
   if (!read_only && db.has_parent_path()) fs::create_directories(db.parent_path(), ec);
-  KP_TRY(auto d, store::Db::open(db.string(), read_only));
+  KP_TRY(auto d, sqlite::Db::open(db.string(), read_only));
   if (!read_only) {
     KP_TRY_STATUS(d.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"));
     // The index is a cache of the headers: one of another layout is dropped and built again.

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "store/sqlite.h"
+#include "sqlite/db.h"
 #include "util/result.h"
 
 namespace kp::codesearch {
@@ -79,8 +79,8 @@ class Index {
   std::filesystem::path root();
 
  private:
-  explicit Index(store::Db db) : db_(std::move(db)) {}
-  store::Db db_;
+  explicit Index(sqlite::Db db) : db_(std::move(db)) {}
+  sqlite::Db db_;
 };
 
 // Orders chunk hits (BM25 scores, lower is better) by file, in place. Each chunk's score is

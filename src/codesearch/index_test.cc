@@ -195,7 +195,7 @@ TEST(CodeIndex, AnIndexOfAnotherLayoutIsBuiltAgainAndAMissingOneSaysHowToMakeIt)
     ASSERT_TRUE(index.update(t.cutlass()).ok());
   }
   {
-    auto old = store::Db::open(db.string(), false).value();
+    auto old = sqlite::Db::open(db.string(), false).value();
     ASSERT_TRUE(old.exec("PRAGMA user_version = 1").ok());
   }
   auto index = Index::open(db).value();

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/analyze_page.h"
 #include "analysis/feedback.h"
 #include "analysis/registry.h"
 #include "driver/profile_session.h"
@@ -33,15 +34,8 @@ struct AnalyzeOptions {
   analysis::FeedbackOptions feedback;
 };
 
-struct AnalyzePage {
-  ProfilePage profile;
-  analysis::Evidence evidence;
-  std::vector<std::string> tools_run;       // in name order
-  std::vector<std::string> stage1_metrics;  // the stage-1 list the tools were chosen on
-  std::vector<std::string> stage2_metrics;  // collected for them
-  std::vector<analysis::Finding> findings;  // as the tools returned them
-  analysis::Feedback feedback;
-};
+// The page lives in analysis/ (below report/, which prints it).
+using AnalyzePage = analysis::AnalyzePage;
 
 // The measured facts the feedback text leaves out, for a prompt: the call's median time (and
 // the reference's), each kernel's time and launch shape (six at most), and the task's ideal

@@ -21,9 +21,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "eval/protocol.h"
 #include "eval/worker_client.h"
 #include "util/result.h"
+#include "verdict/protocol.h"
 
 namespace kp::driver {
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "eval/protocol.h"
+#include "verdict/protocol.h"
 #include "util/hash.h"
 #include "util/strings.h"
 

@@ -11,6 +11,7 @@
 
 #include "search/tune_space.h"
 #include "store/run_store.h"
+#include "task/tune_params.h"
 #include "util/strings.h"
 
 namespace kp::driver {
@@ -125,7 +126,7 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
                     "seed: add one, or configure a model (--provider) to write candidates",
                     task.name));
   KP_TRY(std::string seed_source, read_file(task.seed_path->string()));
-  KP_TRY(auto params, build::parse_tune_params(seed_source));
+  KP_TRY(auto params, task::parse_tune_params(seed_source));
   TuneSpace space(params);
   if (space.empty())
     return make_error(ErrorCode::kInvalidInput,

@@ -15,6 +15,7 @@
 #include "store/run_store.h"
 #include "sys/temp_dir.h"
 #include "task/native_task_loader.h"
+#include "task/tune_params.h"
 #include "tests/support/paths.h"
 #include "util/strings.h"
 
@@ -29,7 +30,7 @@ struct FakeGpu {
   Result<eval::EvalResult> operator()(const fs::path& cu) {
     auto src = read_file(cu.string());
     if (!src) return src.error();
-    auto params = build::parse_tune_params(*src).value();
+    auto params = task::parse_tune_params(*src).value();
     const long long x = params[0].values.front(), y = params[1].values.front();
     ++evaluations[fmt::format("BLOCK_X={} BLOCK_Y={}", x, y)];
     eval::EvalResult r;
@@ -182,7 +183,7 @@ TEST_F(OptimizeSession, CompilesThePointsAheadThatItThenEvaluates) {
   int evaluated_later = 0;
   for (const auto& src : *prebuilt_) {
     EXPECT_TRUE(seen.insert(src).second) << "a point compiled ahead twice";
-    auto params = build::parse_tune_params(src).value();
+    auto params = task::parse_tune_params(src).value();
     const std::string point = fmt::format("BLOCK_X={} BLOCK_Y={}", params[0].values.front(), params[1].values.front());
     evaluated_later += gpu.evaluations.count(point) ? 1 : 0;
   }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/profile_page.h"
 #include "analysis/roofline.h"
 #include "eval/evaluator.h"
 #include "profile/ceilings.h"
@@ -23,7 +24,9 @@
 
 namespace kp::driver {
 
-struct ProfilePage;
+// The page and its parts live in analysis/ (below report/, which prints them).
+using MetricAgreement = analysis::MetricAgreement;
+using ProfilePage = analysis::ProfilePage;
 
 struct ProfileSessionOptions {
   eval::EvaluatorOptions evaluator;  // build, eval and the warm worker
@@ -50,31 +53,6 @@ struct ProfileSessionOptions {
   // This GPU's ceilings once its device is known (calibrated, or the datasheet's with a warning
   // written to *warning). Required.
   std::function<profile::Ceilings(const eval::DeviceInfo&, std::string* warning)> ceilings_for;
-};
-
-// How far two collectors' values of one metric lie apart on the same kernel.
-struct MetricAgreement {
-  std::string kernel, metric;
-  double cupti = 0, ncu = 0;
-  double relative_difference = 0;  // |cupti - ncu| / max(|ncu|, tiny)
-};
-
-struct ProfilePage {
-  eval::EvalResult eval;
-  std::optional<profile::KernelProfile> counters;  // stage 1, with stage 2's metrics merged in
-  std::vector<std::string> stage2_families;         // collected in stage 2
-  std::optional<profile::KernelProfile> ncu_counters;  // compare_ncu
-  std::vector<MetricAgreement> agreement;            // compare_ncu
-  std::optional<profile::Trace> trace;
-  std::vector<profile::KernelSass> sass;
-  std::optional<analysis::RooflineResult> roofline;
-  profile::Ceilings ceilings;
-  std::string ceilings_warning;
-  // What could not be collected, and why ("trace: libkp_trace.so not found ..."); the page is
-  // still useful without it.
-  std::vector<std::string> notes;
-  // Wall seconds per step: "eval", "counters", "stage2", "ncu", "trace", "sass".
-  std::map<std::string, double> seconds;
 };
 
 // Progress lines ("stage 1: counters (cupti)..."), for the CLI to print.

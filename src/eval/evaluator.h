@@ -7,11 +7,11 @@
 #include <string>
 
 #include "build/builder.h"
-#include "eval/eval_options.h"
-#include "eval/protocol.h"
-#include "eval/statistics.h"
 #include "eval/worker_client.h"
 #include "task/task.h"
+#include "verdict/eval_options.h"
+#include "verdict/protocol.h"
+#include "verdict/statistics.h"
 
 namespace kp::eval {
 

@@ -1,6 +1,6 @@
 // The orchestrator's side of a worker: starts kp-worker (native tasks) or the Python worker
 // (KernelBench tasks, any command given in WorkerOptions::argv) in its own process group, speaks
-// the protocol (eval/protocol.h), and turns a crash, hang or protocol breach into an outcome,
+// the protocol (verdict/protocol.h), and turns a crash, hang or protocol breach into an outcome,
 // restarting the worker for the next request. One WorkerClient drives one worker (one GPU); not
 // thread-safe.
 #pragma once
@@ -12,11 +12,11 @@
 #include <utility>
 #include <vector>
 
-#include "eval/eval_options.h"
-#include "eval/protocol.h"
 #include "sys/subprocess.h"
 #include "task/task.h"
 #include "util/result.h"
+#include "verdict/eval_options.h"
+#include "verdict/protocol.h"
 
 namespace kp::eval {
 

@@ -11,11 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "eval/protocol.h"
 #include "eval/worker_client.h"
 #include "profile/ceilings.h"
 #include "profile/datasheets.h"
 #include "util/result.h"
+#include "verdict/protocol.h"
 
 namespace kp::profile {
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "eval/physics_floor.h"
+#include "verdict/physics_floor.h"
 
 namespace kp::profile {
 

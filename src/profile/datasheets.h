@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "eval/protocol.h"
 #include "profile/ceilings.h"
+#include "verdict/protocol.h"
 
 namespace kp::profile {
 

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "build/ptxas_report.h"
-#include "eval/eval_options.h"
 #include "eval/worker_client.h"
 #include "profile/kernel_metrics.h"
 #include "profile/ncu/ncu_runner.h"
@@ -24,6 +23,7 @@
 #include "profile/trace/trace.h"
 #include "task/task.h"
 #include "util/result.h"
+#include "verdict/eval_options.h"
 
 namespace kp::profile {
 
@@ -49,7 +49,7 @@ struct ProfilerOptions {
   int trace_calls = 3;
   // Untimed candidate calls before any observed call. Default 3.
   int warmup_calls = 3;
-  // One correctness trial in each profile request (eval/protocol.h, ProfileRequest::check).
+  // One correctness trial in each profile request (verdict/protocol.h, ProfileRequest::check).
   // Default true; kernelpro profile sets it false after its own evaluation passed.
   bool check = true;
   // Counter-pass replay of Collector::kCupti (eval::ProfileRequest::replay): auto, user, kernel.

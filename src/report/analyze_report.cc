@@ -8,7 +8,7 @@ namespace kp::report {
 
 namespace {
 
-std::string verdict_line(const task::Task& task, const driver::AnalyzePage& page) {
+std::string verdict_line(const task::Task& task, const analysis::AnalyzePage& page) {
   const auto& e = page.profile.eval;
   std::string gpu = e.device ? e.device->name : "no GPU";
   std::string line = fmt::format("kernelpro analyze: {} / {} on {}\n", task.name,
@@ -21,7 +21,7 @@ std::string verdict_line(const task::Task& task, const driver::AnalyzePage& page
 
 }  // namespace
 
-std::string format_analyze_text(const task::Task& task, const driver::AnalyzePage& page) {
+std::string format_analyze_text(const task::Task& task, const analysis::AnalyzePage& page) {
   std::string out = verdict_line(task, page);
   const auto outcome = page.profile.eval.outcome;
   if (outcome != eval::Outcome::kOk && outcome != eval::Outcome::kNotRun) return out;
@@ -49,7 +49,7 @@ std::string format_tool_list(const nlohmann::json& tools) {
   return out;
 }
 
-nlohmann::json analyze_to_json(const task::Task& task, const driver::AnalyzePage& page) {
+nlohmann::json analyze_to_json(const task::Task& task, const analysis::AnalyzePage& page) {
   nlohmann::json raw = nlohmann::json::array();
   for (const auto& f : page.findings) raw.push_back(analysis::to_json(f));
   nlohmann::json fb = analysis::to_json(page.feedback);

@@ -6,11 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "driver/analyze_session.h"
+#include "analysis/analyze_page.h"
 
 namespace kp::report {
 
-std::string format_analyze_text(const task::Task& task, const driver::AnalyzePage& page);
+std::string format_analyze_text(const task::Task& task, const analysis::AnalyzePage& page);
 
 // Fields: "eval" (the verdict), "class", "headline", "feedback" (the text), "findings" (ranked,
 // merged), "raw_findings" (as the tools returned them), "tools_run", "stage2_metrics",
@@ -19,6 +19,6 @@ std::string format_analyze_text(const task::Task& task, const driver::AnalyzePag
 // stage-2 metric count, and what it looks for.
 std::string format_tool_list(const nlohmann::json& tools);
 
-nlohmann::json analyze_to_json(const task::Task& task, const driver::AnalyzePage& page);
+nlohmann::json analyze_to_json(const task::Task& task, const analysis::AnalyzePage& page);
 
 }  // namespace kp::report

@@ -48,7 +48,7 @@ std::string bytes_of(const profile::KernelMetrics& k, const char* m) {
 
 }  // namespace
 
-std::string format_profile_text(const task::Task& task, const driver::ProfilePage& page) {
+std::string format_profile_text(const task::Task& task, const analysis::ProfilePage& page) {
   std::string out;
   if (page.eval.outcome != eval::Outcome::kOk || !page.counters) {
     out += format_eval_text(task, page.eval);
@@ -143,7 +143,7 @@ std::string format_profile_text(const task::Task& task, const driver::ProfilePag
   return out;
 }
 
-json profile_to_json(const task::Task& task, const driver::ProfilePage& page) {
+json profile_to_json(const task::Task& task, const analysis::ProfilePage& page) {
   json j;
   j["eval"] = eval_to_json(task, page.eval);
   if (page.roofline) {

@@ -11,8 +11,8 @@ task::Task gelu_task() {
   return t;
 }
 
-driver::ProfilePage ok_page() {
-  driver::ProfilePage p;
+analysis::ProfilePage ok_page() {
+  analysis::ProfilePage p;
   p.eval.outcome = eval::Outcome::kOk;
   p.eval.task_name = "gelu";
   p.eval.candidate = "/x/seed.cu";
@@ -79,7 +79,7 @@ TEST(ProfileReport, JsonCarriesTheClassCountersAndNotes) {
 }
 
 TEST(ProfileReport, AFailedCandidateIsNotProfiled) {
-  driver::ProfilePage p;
+  analysis::ProfilePage p;
   p.eval.outcome = eval::Outcome::kIncorrect;
   p.eval.reason = "output 'y' in trial 1: 10 of 64 elements differ";
   std::string text = format_profile_text(gelu_task(), p);

@@ -9,7 +9,7 @@
 
 namespace kp::search {
 
-TuneSpace::TuneSpace(std::vector<build::TuneParam> params) : params_(std::move(params)) {
+TuneSpace::TuneSpace(std::vector<task::TuneParam> params) : params_(std::move(params)) {
   for (auto& p : params_) {
     if (p.values.empty()) continue;
     defaults_[p.name] = p.values.front();

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "build/builder.h"
+#include "task/tune_params.h"
 
 namespace kp::search {
 
@@ -17,9 +17,9 @@ using TunePoint = std::map<std::string, long long>;
 
 class TuneSpace {
  public:
-  explicit TuneSpace(std::vector<build::TuneParam> params);
+  explicit TuneSpace(std::vector<task::TuneParam> params);
   bool empty() const { return params_.empty(); }
-  const std::vector<build::TuneParam>& params() const { return params_; }
+  const std::vector<task::TuneParam>& params() const { return params_; }
 
   TunePoint defaults() const;  // each parameter's first value
   // The neighbours of `p`, in declaration order of the parameters, one step up then one down.
@@ -32,7 +32,7 @@ class TuneSpace {
   static std::string describe(const TunePoint& p);  // "BLOCK=512 VEC=4"
 
  private:
-  std::vector<build::TuneParam> params_;  // values sorted ascending; defaults kept apart
+  std::vector<task::TuneParam> params_;  // values sorted ascending; defaults kept apart
   TunePoint defaults_;
 };
 

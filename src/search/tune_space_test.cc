@@ -13,7 +13,7 @@ __global__ void k() {}
 )";
 
 TEST(TuneSpace, NeighboursStepOneParameterAlongItsSortedValues) {
-  TuneSpace space(build::parse_tune_params(kSource).value());
+  TuneSpace space(task::parse_tune_params(kSource).value());
   EXPECT_EQ(space.size(), 12u);
   const TunePoint d = space.defaults();
   EXPECT_EQ(TuneSpace::describe(d), "BLOCK=256 VEC=4");
@@ -29,11 +29,11 @@ TEST(TuneSpace, APointBecomesASourceWhoseDefaultsAreIt) {
   EXPECT_NE(out.find("KP_TUNE(BLOCK, 1024, 128, 256, 512)"), std::string::npos) << out;
   EXPECT_NE(out.find("KP_TUNE(VEC, 1, 2, 4)"), std::string::npos) << out;
   EXPECT_NE(out.find("// KP_TUNE(BLOCK, 1) in a comment"), std::string::npos) << "comments are left alone";
-  auto params = build::parse_tune_params(out).value();
+  auto params = task::parse_tune_params(out).value();
   ASSERT_EQ(params.size(), 2u);
   EXPECT_EQ(params[0].values.front(), 1024);
   EXPECT_EQ(params[1].values.front(), 1);
-  EXPECT_EQ(TuneSpace::apply(kSource, TuneSpace(build::parse_tune_params(kSource).value()).defaults()),
+  EXPECT_EQ(TuneSpace::apply(kSource, TuneSpace(task::parse_tune_params(kSource).value()).defaults()),
             TuneSpace::apply(TuneSpace::apply(kSource, {{"BLOCK", 512}}), {{"BLOCK", 256}}))
       << "a point's source does not depend on the path to it";
 }

@@ -15,6 +15,8 @@
 namespace kp::store {
 
 namespace fs = std::filesystem;
+using sqlite::Db;
+using sqlite::Stmt;
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "store/sqlite.h"
+#include "sqlite/db.h"
 #include "util/result.h"
 
 namespace kp::store {
@@ -99,8 +99,8 @@ class RunStore {
   Result<std::vector<Lesson>> lessons(const std::string& bottleneck_class, const std::string& task_category, int limit);
 
  private:
-  RunStore(Db db, int lock_fd, int version) : db_(std::move(db)), lock_fd_(lock_fd), version_(version) {}
-  Db db_;
+  RunStore(sqlite::Db db, int lock_fd, int version) : db_(std::move(db)), lock_fd_(lock_fd), version_(version) {}
+  sqlite::Db db_;
   int lock_fd_ = -1;
   int version_ = 0;
 };

@@ -1,7 +1,7 @@
 // Result<T>: the value of an operation that can fail operationally (a missing file, a tool
 // that exits non-zero, malformed input), carrying either a T or an Error.
 //
-// Error policy (CONTRIBUTING.md): evaluation outcomes are data (eval/outcome.h), operational
+// Error policy (CONTRIBUTING.md): evaluation outcomes are data (verdict/outcome.h), operational
 // errors cross module boundaries as Result, bugs trip KP_CHECK, and main alone catches an
 // unexpected exception as a last resort. A message says what failed, on what input, and what
 // to do about it.

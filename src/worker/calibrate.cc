@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "eval/protocol.h"
+#include "verdict/protocol.h"
 #include "worker/nvml_energy.h"
 
 namespace kp::worker {

@@ -9,7 +9,7 @@
 
 #include <cuda_runtime.h>
 
-#include "eval/compare.h"
+#include "verdict/compare.h"
 #include "task/dtype.h"
 
 namespace kp::worker {

@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <random>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -20,7 +20,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "eval/protocol.h"
+#include "verdict/protocol.h"
 #include "worker/calibrate.h"
 #include "worker/device_ops.h"
 #include "worker/native_evaluator.h"

@@ -9,14 +9,14 @@
 #include <thread>
 
 #include <cuda_runtime.h>
-#include <nvtx3/nvToolsExt.h>
 #include <fmt/format.h>
+#include <nvtx3/nvToolsExt.h>
 
-#include "eval/compare.h"
-#include "eval/physics_floor.h"
-#include "eval/statistics.h"
-#include "eval/timing_rule.h"
 #include "util/strings.h"
+#include "verdict/compare.h"
+#include "verdict/physics_floor.h"
+#include "verdict/statistics.h"
+#include "verdict/timing_rule.h"
 #include "worker/candidate_library.h"
 #include "worker/device_compare.h"
 #include "worker/device_ops.h"
@@ -607,7 +607,7 @@ struct NativeEvaluator::Impl {
     }
     timing->method = "events";
     // Samples until the median is known within median_ci, or the loop's wall budget (every call
-    // counted whole: poisoning, flush, syncs) or max_trials is spent (eval/timing_rule.h).
+    // counted whole: poisoning, flush, syncs) or max_trials is spent (verdict/timing_rule.h).
     const auto loop_start = Clock::now();
     eval::SamplingStop decision = eval::SamplingStop::kContinue;
     for (int i = 0; decision == eval::SamplingStop::kContinue; ++i) {
@@ -707,7 +707,7 @@ struct NativeEvaluator::Impl {
     if (candidate) result = check_persisting_l2();
     if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
     if (!result) result = cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who));
-    // One sample per replay, until the sampling rule stops (eval/timing_rule.h).
+    // One sample per replay, until the sampling rule stops (verdict/timing_rule.h).
     const auto loop_start = Clock::now();
     eval::SamplingStop decision = eval::SamplingStop::kContinue;
     while (!result && decision == eval::SamplingStop::kContinue) {

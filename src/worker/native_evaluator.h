@@ -8,9 +8,9 @@
 #include <optional>
 #include <string>
 
-#include "eval/eval_options.h"
-#include "eval/protocol.h"
 #include "task/task.h"
+#include "verdict/eval_options.h"
+#include "verdict/protocol.h"
 #include "worker/nvml_energy.h"
 
 namespace kp::worker {

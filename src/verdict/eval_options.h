@@ -15,7 +15,7 @@ struct EvalOptions {
   std::optional<uint64_t> seed;
   // Calls before timing starts (module load, first-touch, clocks ramping). Default 5.
   int warmup_calls = 5;
-  // Sampling of the timed calls (eval/timing_rule.h, the one rule both workers apply). After the
+  // Sampling of the timed calls (verdict/timing_rule.h, the one rule both workers apply). After the
   // warm-up, timed calls go on until the 95% confidence interval of the median is within
   // +-median_ci of it (relative; default 0.5%), once at least min_trials samples are in; or until
   // the timed loop has taken timing_budget_s of wall time (every timed call counted whole: the

@@ -1,4 +1,4 @@
-#include "eval/compare.h"
+#include "verdict/compare.h"
 
 #include <cmath>
 #include <cstring>

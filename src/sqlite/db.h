@@ -1,5 +1,6 @@
 // A thin RAII layer over the SQLite C API: a connection, prepared statements with typed binds,
-// and errors as Result with SQLite's message. Nothing else: the schema lives in run_store.
+// and errors as Result with SQLite's message. Nothing else: the schemas live with their users
+// (store/run_store.cc, codesearch/index.cc).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,7 @@
 struct sqlite3;
 struct sqlite3_stmt;
 
-namespace kp::store {
+namespace kp::sqlite {
 
 class Stmt {
  public:
@@ -62,4 +63,4 @@ class Db {
   sqlite3* db_ = nullptr;
 };
 
-}  // namespace kp::store
+}  // namespace kp::sqlite

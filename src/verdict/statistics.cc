@@ -1,4 +1,4 @@
-#include "eval/statistics.h"
+#include "verdict/statistics.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,11 +1,11 @@
-#include "eval/timing_rule.h"
+#include "verdict/timing_rule.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "eval/protocol.h"
 #include "util/strings.h"
+#include "verdict/protocol.h"
 
 namespace kp::eval {
 namespace {

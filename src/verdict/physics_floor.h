@@ -14,8 +14,8 @@
 
 #include <string>
 
-#include "eval/protocol.h"
 #include "task/task.h"
+#include "verdict/protocol.h"
 
 namespace kp::eval {
 

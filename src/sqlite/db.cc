@@ -1,10 +1,10 @@
-#include "store/sqlite.h"
+#include "sqlite/db.h"
 
 #include <sqlite3.h>
 
 #include <fmt/format.h>
 
-namespace kp::store {
+namespace kp::sqlite {
 
 Stmt& Stmt::operator=(Stmt&& o) noexcept {
   if (this != &o) {
@@ -114,4 +114,4 @@ Result<Stmt> Db::prepare(const std::string& sql) {
 int64_t Db::last_insert_id() const { return sqlite3_last_insert_rowid(db_); }
 std::string Db::error() const { return sqlite3_errmsg(db_); }
 
-}  // namespace kp::store
+}  // namespace kp::sqlite

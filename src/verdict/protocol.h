@@ -34,11 +34,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "eval/compare.h"
-#include "eval/eval_options.h"
-#include "eval/outcome.h"
 #include "task/task.h"
 #include "util/result.h"
+#include "verdict/compare.h"
+#include "verdict/eval_options.h"
+#include "verdict/outcome.h"
 
 namespace kp::eval {
 
@@ -71,7 +71,7 @@ struct TimingReport {
   int warmup_calls = 0;
   int input_sets = 0;
   int64_t l2_flush_bytes = 0;     // zeroed before each timed call ("events")
-  // Why sampling stopped (eval/timing_rule.h): "precise" (the median's 95% interval within
+  // Why sampling stopped (verdict/timing_rule.h): "precise" (the median's 95% interval within
   // median_ci), "budget" (timing_budget_s of loop wall time), "max_trials".
   std::string stop;
   double median_ci_rel = 0;       // half-width of the median's 95% interval / median, at the stop

@@ -1,4 +1,4 @@
-#include "eval/protocol.h"
+#include "verdict/protocol.h"
 
 #include <fmt/format.h>
 

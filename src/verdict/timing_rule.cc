@@ -1,4 +1,4 @@
-#include "eval/timing_rule.h"
+#include "verdict/timing_rule.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "eval/physics_floor.h"
+#include "verdict/physics_floor.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "eval/outcome.h"
+#include "verdict/outcome.h"
 
 namespace kp::eval {
 

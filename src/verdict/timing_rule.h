@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "eval/eval_options.h"
+#include "verdict/eval_options.h"
 
 namespace kp::eval {
 

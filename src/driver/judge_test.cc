@@ -1,0 +1,198 @@
+// The judge against a fake worker that logs every request (tests/data/fake_workers/
+// fake_judge_worker.sh): one evaluation per candidate, each reference timed once, alone, in a
+// process that never loaded a candidate, and profiles that reuse the verdict on the same worker.
+#include "driver/judge.h"
+
+#include <cstdlib>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "profile/datasheets.h"
+#include "sys/temp_dir.h"
+#include "tests/support/paths.h"
+#include "util/strings.h"
+
+namespace kp::driver {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Request {
+  std::string pid, op, kind;
+};
+
+class JudgeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::make_unique<sys::TempDir>(sys::TempDir::create("kp-judge-").value());
+    setenv("FAKE_REQUESTS", (dir_->path() / "requests").c_str(), 1);
+  }
+  void TearDown() override { unsetenv("FAKE_REQUESTS"); }
+
+  eval::EvaluatorOptions options() const {
+    eval::EvaluatorOptions o;
+    o.worker.worker_path = testing::test_data_dir() / "fake_workers" / "fake_judge_worker.sh";
+    o.worker.scratch_dir = dir_->path() / "scratch";
+    o.worker.start_timeout_s = 10;
+    o.build.cache_dir = dir_->path() / "cache";
+    o.eval.timeout_s = 5;
+    return o;
+  }
+  // A KernelBench task (no reference to build: the worker imports the problem itself).
+  task::Task problem(const std::string& name) const {
+    fs::path p = dir_->path() / name;
+    std::ofstream(p) << "# problem " << name << "\n";
+    task::Task t;
+    t.kind = task::TaskKind::kKernelBench;
+    t.name = name;
+    t.reference_path = p;
+    t.dir = dir_->path();
+    return t;
+  }
+  fs::path candidate(const std::string& name, const std::string& text = "class ModelNew: pass\n") const {
+    fs::path p = dir_->path() / name;
+    std::ofstream(p) << text;
+    return p;
+  }
+  std::vector<Request> requests() const {
+    std::vector<Request> out;
+    auto text = read_file((dir_->path() / "requests").string());
+    if (!text.ok()) return out;
+    for (const auto& line : split_lines(*text)) {
+      auto f = split(line, ' ');
+      if (f.size() == 3) out.push_back({f[0], f[1], f[2]});
+    }
+    return out;
+  }
+  static int count(const std::vector<Request>& rs, const std::string& kind) {
+    int n = 0;
+    for (const auto& r : rs) n += r.kind == kind;
+    return n;
+  }
+  std::unique_ptr<sys::TempDir> dir_;
+};
+
+TEST_F(JudgeTest, EachReferenceIsTimedOnceAloneAndEveryVerdictQuotesIt) {
+  Judge judge(options());
+  const task::Task t = problem("1_Add.py");
+  auto a = judge.evaluate(t, candidate("fast_a.py"));
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  auto b = judge.evaluate(t, candidate("slow_b.py"));
+  ASSERT_TRUE(b.ok()) << b.error().message;
+
+  // The reference's 4 ms from its own measurement, in both verdicts: 2x and 0.5x.
+  EXPECT_DOUBLE_EQ(a->reference_seconds, 0.004);
+  EXPECT_DOUBLE_EQ(b->reference_seconds, 0.004);
+  EXPECT_DOUBLE_EQ(a->speedup_vs_reference, 2.0);
+  EXPECT_DOUBLE_EQ(b->speedup_vs_reference, 0.5);
+  ASSERT_TRUE(a->report.has_value());
+  EXPECT_DOUBLE_EQ(a->report->reference_seconds, 0.004);
+
+  const auto rs = requests();
+  EXPECT_EQ(count(rs, "reference"), 1);
+  EXPECT_EQ(count(rs, "eval"), 2);                    // neither evaluation timed the reference again
+  EXPECT_EQ(count(rs, "eval-timing-reference"), 0);
+  // The reference went first, to a process no candidate had reached.
+  std::vector<Request> evals;
+  for (const auto& r : rs)
+    if (r.op == "eval") evals.push_back(r);
+  ASSERT_EQ(evals.size(), 3u);
+  EXPECT_EQ(evals[0].kind, "reference");
+  EXPECT_EQ(judge.stats().reference_timings, 1);
+  EXPECT_EQ(judge.stats().reference_reuses, 1);
+  EXPECT_EQ(judge.stats().evaluations, 2);
+}
+
+TEST_F(JudgeTest, AReferenceAfterACandidateGetsAWorkerOfItsOwn) {
+  Judge judge(options());
+  ASSERT_TRUE(judge.evaluate(problem("1_Add.py"), candidate("fast_a.py")).ok());
+  ASSERT_TRUE(judge.evaluate(problem("2_Mul.py"), candidate("fast_b.py")).ok());
+  const auto rs = requests();
+  std::string candidate_pid;
+  for (const auto& r : rs)
+    if (r.kind == "eval") candidate_pid = r.pid;
+  ASSERT_FALSE(candidate_pid.empty());
+  std::vector<std::string> reference_pids;
+  for (const auto& r : rs)
+    if (r.kind == "reference") reference_pids.push_back(r.pid);
+  ASSERT_EQ(reference_pids.size(), 2u);
+  EXPECT_EQ(reference_pids[0], candidate_pid);  // the first: the judge's worker, before any candidate
+  EXPECT_NE(reference_pids[1], candidate_pid);  // the second: a clean worker, not the one that ran a candidate
+  EXPECT_TRUE(judge.evaluator().worker().has_loaded_candidate());
+}
+
+TEST_F(JudgeTest, AnEditedReferenceIsTimedAgain) {
+  Judge judge(options());
+  task::Task t = problem("1_Add.py");
+  ASSERT_TRUE(judge.evaluate(t, candidate("fast_a.py")).ok());
+  std::ofstream(t.reference_path, std::ios::app) << "# edited\n";
+  ASSERT_TRUE(judge.evaluate(t, candidate("fast_a.py")).ok());
+  EXPECT_EQ(count(requests(), "reference"), 2);
+}
+
+TEST_F(JudgeTest, AProfileAfterTheVerdictCollectsCountersOnlyOnTheSameWorker) {
+  Judge judge(options());
+  const task::Task t = problem("1_Add.py");
+  const fs::path c = candidate("fast_a.py");
+  auto verdict = judge.evaluate(t, c);
+  ASSERT_TRUE(verdict.ok()) << verdict.error().message;
+
+  ProfileSessionOptions po;
+  po.evaluator = options();
+  po.trace = false;
+  po.sass = false;
+  po.profiler.rangeprof_library = dir_->path() / "libkp_rangeprof.so";
+  po.ceilings_for = [](const eval::DeviceInfo& d, std::string*) { return profile::datasheet_ceilings(d); };
+  auto page = judge.profile(t, c, {}, po);
+  ASSERT_TRUE(page.ok()) << page.error().message;
+  // The page's evaluation is the verdict itself: the MEASURED numbers a model reads are the
+  // verdict's.
+  EXPECT_DOUBLE_EQ(page->eval.time.median, verdict->time.median);
+  EXPECT_DOUBLE_EQ(page->eval.speedup_vs_reference, verdict->speedup_vs_reference);
+  EXPECT_EQ(judge.stats().evaluations, 1);
+  EXPECT_EQ(judge.stats().verdict_reuses, 1);
+
+  const auto rs = requests();
+  int evals = 0, profiles = 0;
+  std::string eval_pid, profile_pid;
+  for (const auto& r : rs) {
+    if (r.kind == "eval") ++evals, eval_pid = r.pid;
+    if (r.op == "profile") ++profiles, profile_pid = r.pid;
+  }
+  EXPECT_EQ(evals, 1);  // measured once
+  EXPECT_GE(profiles, 1);
+  EXPECT_EQ(profile_pid, eval_pid);  // on the worker that judged it
+}
+
+TEST_F(JudgeTest, AChangedCandidateIsEvaluatedAgainBeforeItsProfile) {
+  Judge judge(options());
+  const task::Task t = problem("1_Add.py");
+  const fs::path c = candidate("fast_a.py");
+  ASSERT_TRUE(judge.evaluate(t, c).ok());
+  std::ofstream(c, std::ios::app) << "# a new version\n";
+  EXPECT_EQ(judge.verdict_of(c), nullptr);
+  ProfileSessionOptions po;
+  po.evaluator = options();
+  po.trace = false;
+  po.sass = false;
+  po.ceilings_for = [](const eval::DeviceInfo& d, std::string*) { return profile::datasheet_ceilings(d); };
+  (void)judge.profile(t, c, {}, po);
+  EXPECT_EQ(judge.stats().evaluations, 2);
+  EXPECT_EQ(judge.stats().verdict_reuses, 0);
+}
+
+TEST_F(JudgeTest, WithoutAGpuTheVerdictIsNotRunAndNoReferenceIsTimed) {
+  eval::EvaluatorOptions o = options();
+  o.worker.worker_path = testing::test_data_dir() / "fake_workers" / "fake_worker.sh";
+  setenv("FAKE_MODE", "no_gpu", 1);
+  Judge judge(o);
+  auto r = judge.evaluate(problem("1_Add.py"), candidate("fast_a.py"));
+  unsetenv("FAKE_MODE");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->outcome, eval::Outcome::kNotRun);
+  EXPECT_EQ(judge.stats().reference_timings, 0);
+}
+
+}  // namespace
+}  // namespace kp::driver
