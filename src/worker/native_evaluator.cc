@@ -17,6 +17,7 @@
 #include "verdict/physics_floor.h"
 #include "verdict/statistics.h"
 #include "verdict/timing_rule.h"
+#include "verdict/worker_plan.h"
 #include "worker/candidate_library.h"
 #include "worker/device_compare.h"
 #include "worker/device_ops.h"
@@ -185,7 +186,7 @@ struct NativeEvaluator::Impl {
     KP_STOP_IF(harness(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "creating a stream"));
     cudaEventCreate(&start);
     cudaEventCreate(&stop);
-    size_t flush_bytes = std::max<size_t>(static_cast<size_t>(device.l2_bytes) * 4, size_t{256} << 20);
+    const auto flush_bytes = static_cast<size_t>(eval::l2_flush_bytes(device.l2_bytes));
     KP_STOP_IF(harness(flush.allocate(flush_bytes), "allocating the L2 flush buffer"));
     KP_STOP_IF(harness(cudaMemset(flush.get(), 0, flush.bytes()), "clearing the L2 flush buffer"));
     return harness(scratch.allocate(8), "allocating scratch");
@@ -590,7 +591,7 @@ struct NativeEvaluator::Impl {
     }
     timing->warmup_calls = std::max(options->warmup_calls, 1);
     double t_est = std::max(eval::summarize(estimate).median, 1e-7);
-    if (t_est * 1e6 < options->graph_threshold_us) {
+    if (eval::use_graph_replay(t_est, *options)) {
       MaybeStop g = time_with_graph(lib, workspace, role, timing, report);
       if (g && g->outcome == Outcome::kOk && candidate) {
         // An honest candidate (launches on args->stream only, no sync or allocation in kp_run)
@@ -623,7 +624,7 @@ struct NativeEvaluator::Impl {
     if (candidate) {
       KP_STOP_IF(check_timed_outputs(used, report));
       double ev = eval::summarize(timing->samples_s).median, wall = eval::summarize(timing->wall_s).median;
-      if (wall > options->wall_ratio * ev + options->wall_slack_us * 1e-6)
+      if (eval::wall_says_work_escaped(wall, ev, *options))
         return Stop{Outcome::kRejected,
                     fmt::format("work escaped the stream (a side stream or a background thread): the median call "
                                 "takes {:.1f} us of wall time to a device-wide sync but only {:.1f} us between events "
@@ -644,7 +645,7 @@ struct NativeEvaluator::Impl {
     uint64_t out_bytes = 0;
     for (const auto& s : task->outputs) out_bytes += s.bytes();
     size_t free_bytes = 0, total_bytes = 0;
-    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess || out_bytes * static_cast<uint64_t>(calls) > free_bytes / 8) {
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess || !eval::graph_outputs_fit(out_bytes, calls, free_bytes)) {
       cudaGetLastError();
       return false;
     }
@@ -786,7 +787,7 @@ struct NativeEvaluator::Impl {
       fresh.push_back(e);
     }
     const double on_new = eval::summarize(fresh).median, on_seen = eval::summarize(timing.samples_s).median;
-    if (on_new > 1.5 * on_seen + 5e-6)
+    if (eval::slower_on_new_inputs(on_new, on_seen))
       return Stop{Outcome::kRejected,
                   fmt::format("{:.1f} us on new inputs vs {:.1f} us on inputs it has seen: results are cached by input",
                               on_new * 1e6, on_seen * 1e6),
@@ -856,7 +857,7 @@ struct NativeEvaluator::Impl {
     e.idle_watts = *idle_watts;
     std::vector<kp_args> args;
     for (auto& s : sets) args.push_back(make_args(s, workspace));
-    const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(0.02 / std::max(t_call, 1e-7)));
+    const int64_t chunk = eval::energy_chunk_calls(t_call);
     auto e0 = read();
     if (!e0) {
       e.unavailable_reason = "NVML energy read failed";
@@ -909,8 +910,7 @@ struct NativeEvaluator::Impl {
     uint64_t io = task->io_bytes(), out_bytes = 0;
     for (const auto& s : task->outputs) out_bytes += s.bytes();
     // Each set: its inputs, its outputs and the reference's outputs for it.
-    int n_sets = std::max(1, options->input_sets);
-    while (n_sets > 1 && (io + out_bytes) * static_cast<uint64_t>(n_sets) > free_bytes / 4) --n_sets;
+    const int n_sets = eval::input_sets_that_fit(io + out_bytes, free_bytes, options->input_sets);
     sets.resize(static_cast<size_t>(n_sets));
     for (auto& s : sets) KP_STOP_IF(allocate_set(s));
     ref_outputs.resize(sets.size());

@@ -1,0 +1,33 @@
+#include "verdict/worker_plan.h"
+
+#include <algorithm>
+
+namespace kp::eval {
+
+int input_sets_that_fit(uint64_t set_bytes, uint64_t free_bytes, int wanted) {
+  int n = std::max(1, wanted);
+  while (n > 1 && set_bytes * static_cast<uint64_t>(n) > free_bytes / 4) --n;
+  return n;
+}
+
+bool graph_outputs_fit(uint64_t out_bytes, int calls, uint64_t free_bytes) {
+  return out_bytes * static_cast<uint64_t>(std::max(calls, 0)) <= free_bytes / 8;
+}
+
+bool use_graph_replay(double t_est_s, const EvalOptions& options) { return t_est_s * 1e6 < options.graph_threshold_us; }
+
+bool wall_says_work_escaped(double wall_median_s, double event_median_s, const EvalOptions& options) {
+  return wall_median_s > options.wall_ratio * event_median_s + options.wall_slack_us * 1e-6;
+}
+
+bool slower_on_new_inputs(double on_new_s, double on_seen_s) { return on_new_s > 1.5 * on_seen_s + 5e-6; }
+
+int64_t energy_chunk_calls(double t_call_s) {
+  return std::max<int64_t>(1, static_cast<int64_t>(0.02 / std::max(t_call_s, 1e-7)));
+}
+
+uint64_t l2_flush_bytes(int64_t l2_bytes) {
+  return std::max<uint64_t>(static_cast<uint64_t>(std::max<int64_t>(l2_bytes, 0)) * 4, uint64_t{256} << 20);
+}
+
+}  // namespace kp::eval

@@ -1,0 +1,43 @@
+// The native worker's pure decisions (worker/native_evaluator.cc), kept apart from its CUDA calls
+// so that each is tested on the CPU: how many input sets fit, where timed calls go graph replay,
+// when the wall clock says work escaped the stream, when a candidate is slower on inputs it has
+// not seen, how the energy window is chunked, how big the L2 flush is.
+#pragma once
+
+#include <cstdint>
+
+#include "verdict/eval_options.h"
+
+namespace kp::eval {
+
+// Input sets an evaluation rotates through: `wanted` (at least 1), fewer while the sets
+// (each set_bytes: its inputs, its outputs and the reference's outputs) would take more than a
+// quarter of free device memory. Never fewer than 1: a task too big for one set fails at
+// allocation with the harness named.
+int input_sets_that_fit(uint64_t set_bytes, uint64_t free_bytes, int wanted);
+
+// Whether `calls` calls of a replayed graph get outputs of their own (out_bytes each): when they
+// take at most an eighth of free memory.
+bool graph_outputs_fit(uint64_t out_bytes, int calls, uint64_t free_bytes);
+
+// Whether a call of median t_est seconds is timed by graph replay (shorter than
+// graph_threshold_us) rather than one event pair per call.
+bool use_graph_replay(double t_est_s, const EvalOptions& options);
+
+// Whether the median wall time of a call (launch to a device-wide sync) says work escaped the
+// stream its events time: wall > wall_ratio x event + wall_slack_us.
+bool wall_says_work_escaped(double wall_median_s, double event_median_s, const EvalOptions& options);
+
+// Whether calls on inputs the candidate has not seen (on_new) are so much slower than the timed
+// calls on inputs it had seen (on_seen) that its results are cached by the inputs' contents:
+// more than 1.5x plus 5 us.
+bool slower_on_new_inputs(double on_new_s, double on_seen_s);
+
+// Calls launched back to back between synchronizations in the energy window: about 20 ms of
+// work, at least one.
+int64_t energy_chunk_calls(double t_call_s);
+
+// Bytes of the buffer read to evict L2 before a timed call: four times the L2, at least 256 MiB.
+uint64_t l2_flush_bytes(int64_t l2_bytes);
+
+}  // namespace kp::eval

@@ -1,0 +1,58 @@
+#include "verdict/worker_plan.h"
+
+#include <gtest/gtest.h>
+
+namespace kp::eval {
+namespace {
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+TEST(WorkerPlan, InputSetsShrinkToAQuarterOfFreeMemory) {
+  EXPECT_EQ(input_sets_that_fit(1 * kGiB, 80 * kGiB, 3), 3);   // 3 GiB of 20 GiB
+  EXPECT_EQ(input_sets_that_fit(8 * kGiB, 80 * kGiB, 3), 2);   // 24 > 20, 16 fits
+  EXPECT_EQ(input_sets_that_fit(19 * kGiB, 80 * kGiB, 3), 1);  // 19.2 GiB (KernelBench ReLU x3) leaves one
+  EXPECT_EQ(input_sets_that_fit(30 * kGiB, 80 * kGiB, 3), 1);  // never none: allocation says why
+  EXPECT_EQ(input_sets_that_fit(1, 80 * kGiB, 0), 1);
+}
+
+TEST(WorkerPlan, GraphCallsGetTheirOwnOutputsWithinAnEighth) {
+  EXPECT_TRUE(graph_outputs_fit(1 << 20, 20, 80 * kGiB));
+  EXPECT_TRUE(graph_outputs_fit(kGiB / 2, 20, 80 * kGiB));  // 10 GiB of 10 GiB
+  EXPECT_FALSE(graph_outputs_fit(kGiB, 20, 80 * kGiB));
+}
+
+TEST(WorkerPlan, ShortCallsAreReplayedFromAGraph) {
+  EvalOptions o;  // 20 us
+  EXPECT_TRUE(use_graph_replay(5e-6, o));
+  EXPECT_FALSE(use_graph_replay(20e-6, o));
+  EXPECT_FALSE(use_graph_replay(2.5e-3, o));
+}
+
+TEST(WorkerPlan, TheWallClockSeesLargeEscapedWorkOnly) {
+  EvalOptions o;  // 1.5x + 100 us
+  EXPECT_FALSE(wall_says_work_escaped(1.2e-3, 1.0e-3, o));
+  EXPECT_FALSE(wall_says_work_escaped(1.6e-3, 1.0e-3, o));  // = 1.5 ms + 100 us
+  EXPECT_TRUE(wall_says_work_escaped(1.7e-3, 1.0e-3, o));
+  EXPECT_TRUE(wall_says_work_escaped(200e-6, 10e-6, o));
+}
+
+TEST(WorkerPlan, AResultCacheByContentsIsSlowOnNewInputs) {
+  EXPECT_FALSE(slower_on_new_inputs(1.4e-3, 1.0e-3));
+  EXPECT_TRUE(slower_on_new_inputs(1.6e-3, 1.0e-3));
+  EXPECT_FALSE(slower_on_new_inputs(8e-6, 2e-6));  // within the 5 us floor
+  EXPECT_TRUE(slower_on_new_inputs(10e-6, 2e-6));
+}
+
+TEST(WorkerPlan, EnergyChunksAreAbout20Milliseconds) {
+  EXPECT_EQ(energy_chunk_calls(1e-3), 20);
+  EXPECT_EQ(energy_chunk_calls(0.5), 1);
+  EXPECT_EQ(energy_chunk_calls(0), 200000);  // clamped at 0.1 us a call
+}
+
+TEST(WorkerPlan, TheFlushIsFourL2sAtLeast256MiB) {
+  EXPECT_EQ(l2_flush_bytes(50 << 20), uint64_t{256} << 20);        // H100/H200: 50 MiB L2
+  EXPECT_EQ(l2_flush_bytes(int64_t{96} << 20), uint64_t{384} << 20);  // a larger L2
+}
+
+}  // namespace
+}  // namespace kp::eval
