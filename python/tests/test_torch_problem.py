@@ -214,5 +214,34 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(c["mismatches"], 0)
 
 
+class InputShapesTest(unittest.TestCase):
+    def test_shapes_without_drawing_and_with_a_draw_when_sizes_depend_on_values(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fixed = pb.Problem(write(tmp, "fixed.py", """
+                import torch
+                class Model(torch.nn.Module):
+                    pass
+                def get_inputs():
+                    return [torch.rand(3, 5), torch.randint(0, 4, (7,)), 2.5]
+                def get_init_inputs():
+                    return []
+                """))
+            with mock.patch.object(pb.Problem, "inputs", side_effect=AssertionError("drew the inputs")):
+                self.assertEqual(fixed.input_shapes(5, "cpu", torch.float16), [(3, 5), (7,)])
+            drawn = pb.Problem(write(tmp, "drawn.py", """
+                import torch
+                class Model(torch.nn.Module):
+                    pass
+                def get_inputs():
+                    n = int(torch.randint(2, 50, (1,)))
+                    return [torch.rand(n, 4)]
+                def get_init_inputs():
+                    return []
+                """))
+            for seed in (1, 2, 3):
+                real = [tuple(x.shape) for x in drawn.inputs(seed, "cpu", torch.float32)]
+                self.assertEqual(drawn.input_shapes(seed, "cpu", torch.float32), real)
+
+
 if __name__ == "__main__":
     unittest.main()
