@@ -5,14 +5,17 @@ where the reference is finite, every element within atol + rtol * |ref| (KernelB
 allclose), a relative L2 error within rel_norm (which catches all-zeros outputs that the
 elementwise rule lets through when the reference is tiny, e.g. a softmax over 393216 columns),
 and it is not constant while the reference varies. Integer and bool outputs compare exactly.
-Work is done in float64 chunks so multi-gigabyte outputs do not double device memory.
+Work is done in float64 chunks so multi-gigabyte outputs do not double device memory, with one
+device synchronization for the whole output; an output equal to the reference value for value
+(and finite) passes after one read of each, with every error zero.
 """
 
 import math
 
 import torch
 
-CHUNK = 1 << 27
+# Elements per chunk: float64 temporaries of 256 MiB at most.
+CHUNK = 1 << 25
 
 # KernelBench's tolerances (get_tolerance_for_precision) plus a relative-norm bound far above
 # what honest arithmetic in the same precision produces.
@@ -47,6 +50,33 @@ def relnorm(a, b):
     return math.sqrt(num / den) if den > 0 else math.sqrt(num)
 
 
+def _equal_and_finite(fo, fr):
+    """True when two flat floating tensors are equal value for value and all finite (NaN never
+    equals itself; an infinity may, so the reference is also checked for one). One read of each:
+    the common case of an exact candidate costs this instead of the float64 pass."""
+    for s in range(0, fr.numel(), CHUNK):
+        o, r = fo[s:s + CHUNK], fr[s:s + CHUNK]
+        if not torch.equal(o, r) or bool(torch.isinf(r).any()):
+            return False
+    return True
+
+
+def _chunk_terms(o, r, atol, rtol):
+    """The elementwise terms of one chunk, in float64: finiteness masks, |o - r| where both are
+    finite (0 elsewhere), |r|, and the elements that fail (outside atol + rtol * |r|, non-finite
+    where the reference is finite, or non-finite and different from a non-finite reference)."""
+    o, r = o.double(), r.double()
+    rfin, ofin = torch.isfinite(r), torch.isfinite(o)
+    both = rfin & ofin
+    nonfinite = rfin & ~ofin
+    diff = torch.where(both, (o - r).abs_(), 0.0)
+    rabs = r.abs()
+    bad = diff > torch.mul(rabs, rtol).add_(atol)
+    bad |= nonfinite
+    bad |= ~rfin & (o != r)
+    return {"rfin": rfin, "nonfinite": nonfinite, "diff": diff, "rabs": rabs, "bad": bad}
+
+
 def check_output(out, ref, name="output", tol=None):
     c = {"passed": False, "reason": "", "elements": int(ref.numel()), "mismatches": 0, "unwritten": 0,
          "nonfinite": 0, "reference_nonfinite": 0, "first_bad_index": -1, "max_abs_error": 0.0,
@@ -75,33 +105,47 @@ def check_output(out, ref, name="output", tol=None):
             return c
         c["passed"] = True
         return c
+    if _equal_and_finite(fo, fr):
+        c["passed"] = True  # every error is zero, and the output varies exactly as the reference
+        return c
     atol, rtol, rel_norm = tol or tolerance_for(ref.dtype)
-    num = den = 0.0
-    first = -1
+    # Per chunk, device scalars only: one synchronization for the whole output.
+    nonfinite, reference_nonfinite, bad_per_chunk, max_abs, max_rel, num, den = [], [], [], [], [], [], []
     for s in range(0, n, CHUNK):
-        o, r = fo[s:s + CHUNK].double(), fr[s:s + CHUNK].double()
-        rfin = torch.isfinite(r)
-        c["reference_nonfinite"] += int((~rfin).sum())
-        ofin = torch.isfinite(o)
-        nonfinite = rfin & ~ofin
-        c["nonfinite"] += int(nonfinite.sum())
-        both = rfin & ofin
-        diff = torch.where(both, (o - r).abs(), torch.zeros_like(o))
-        bad = (diff > atol + rtol * r.abs()) | nonfinite | (~rfin & (o != r))
-        nb = int(bad.sum())
-        c["mismatches"] += nb
-        if nb and first < 0:
-            first = s + int(bad.nonzero()[0, 0])
-        c["max_abs_error"] = max(c["max_abs_error"], float(diff.max()))
-        nz = both & (r != 0)
-        if bool(nz.any()):
-            c["max_rel_error"] = max(c["max_rel_error"], float((diff[nz] / r[nz].abs()).max()))
-        num += float((diff ** 2).sum())
-        den += float((torch.where(rfin, r, torch.zeros_like(r)) ** 2).sum())
+        t = _chunk_terms(fo[s:s + CHUNK], fr[s:s + CHUNK], atol, rtol)
+        nonfinite.append(t["nonfinite"].sum())
+        reference_nonfinite.append(t["rfin"].numel() - t["rfin"].sum())
+        bad_per_chunk.append(t["bad"].sum())
+        max_abs.append(t["diff"].max())
+        rabs = t["rabs"]
+        max_rel.append(torch.where(rabs > 0, t["diff"] / rabs, 0.0).max())
+        num.append(torch.dot(t["diff"], t["diff"]))
+        fin_ref = torch.where(t["rfin"], rabs, 0.0)
+        den.append(torch.dot(fin_ref, fin_ref))
+        del t, rabs, fin_ref
+    counts = torch.stack(nonfinite + reference_nonfinite + bad_per_chunk).tolist()
+    k = len(nonfinite)
+    c["nonfinite"], c["reference_nonfinite"] = sum(counts[:k]), sum(counts[k:2 * k])
+    bad_counts = counts[2 * k:]
+    c["mismatches"] = sum(bad_counts)
+    c["max_abs_error"] = max(0.0, max(torch.stack(max_abs).tolist()))
+    c["max_rel_error"] = max(0.0, max(torch.stack(max_rel).tolist()))
+    num, den = sum(torch.stack(num).tolist()), sum(torch.stack(den).tolist())
     c["rel_norm_error"] = math.sqrt(num / den) if den > 0 else math.sqrt(num)
+    first = -1
+    if c["mismatches"]:
+        j = next(i for i, b in enumerate(bad_counts) if b)
+        s = j * CHUNK
+        first = s + int(_chunk_terms(fo[s:s + CHUNK], fr[s:s + CHUNK], atol, rtol)["bad"].nonzero()[0, 0])
     c["first_bad_index"] = first
-    ref_varies = bool(fr.max() != fr.min()) if c["reference_nonfinite"] == 0 else True
-    c["constant_output"] = bool(ref_varies and c["nonfinite"] == 0 and fo.max() == fo.min())
+    if c["reference_nonfinite"] == 0:
+        r_lo, r_hi = torch.aminmax(fr)
+        ref_varies = bool(r_lo != r_hi)
+    else:
+        ref_varies = True
+    if ref_varies and c["nonfinite"] == 0:
+        o_lo, o_hi = torch.aminmax(fo)
+        c["constant_output"] = bool(o_lo == o_hi)
     if c["reference_nonfinite"]:
         c["reason"] = (f"the reference produced {c['reference_nonfinite']} NaN/Inf values; the problem cannot judge "
                        "a candidate on these inputs")

@@ -11,6 +11,7 @@ through gc or a reused allocation), and an input the candidate mutates is caught
 with the copy.
 """
 
+import bisect
 import json
 import math
 import os
@@ -25,7 +26,7 @@ import weakref
 
 import torch
 
-from . import compare, loader, problem as pb
+from . import compare, loader, output_hash, problem as pb, timing_rule
 
 # The harness's own references to its timing functions, taken before any candidate code runs:
 # a candidate that patches torch.cuda.Event.elapsed_time or time.perf_counter changes nothing
@@ -196,27 +197,25 @@ def time_calls(dev, call, sets, options, check=None, who="the candidate", thread
     """Event timing of single calls on the current stream, KernelBench style, hardened.
 
     Before each call: L2 flush, persisting-L2 reset, device sync. After: device sync, then
-    (outside the timed region) `check(set_index, outputs)` and the persisting-L2 limit. The
-    trial count follows from the warm-up estimate and options' budget.
+    (outside the timed region) `check(call_index, set_index, outputs)` and the persisting-L2
+    limit. After options' warm-up calls, timed calls go on until timing_rule.sampling_decision
+    stops them; its wall budget counts each call whole (flush, call, syncs and check). `options`
+    holds every field timing_rule reads (timing_rule.options_with_defaults). The returned dict
+    is a TimingReport (src/eval/protocol.h): samples and wall times in call order, the stop
+    reason, the median's relative 95% half-width at the stop and the loop's wall time.
     """
     timing = {"method": "events", "samples_s": [], "wall_s": [], "warmup_calls": 0, "input_sets": len(sets),
-              "l2_flush_bytes": int(dev.flush.numel())}
-    warm = max(int(options.get("warmup_calls", 5)), 1)
-    est = []
+              "l2_flush_bytes": int(dev.flush.numel()), "stop": "", "median_ci_rel": 0.0, "loop_wall_s": 0.0}
+    warm = max(int(options["warmup_calls"]), 1)
     for i in range(warm):
         dev.prepare_timed_call()
-        s, e = _Event(enable_timing=True), _Event(enable_timing=True)
-        _record(s)
         run_guarded(lambda: call(sets[i % len(sets)]), who)
-        _record(e)
         run_guarded(_sync, who)
-        est.append(_elapsed(s, e) * 1e-3)
     timing["warmup_calls"] = warm
-    torch.cuda.empty_cache()
-    t_est = max(statistics.median(est), 1e-7)
-    budget = float(options.get("timing_budget_s", 0.5))
-    n = int(min(max(budget / (t_est + 1e-4), options.get("min_trials", 20)), options.get("max_trials", 2000)))
-    for i in range(n):
+    ordered = []  # the samples, sorted as they come: the rule's interval needs order statistics
+    loop_start = _perf()
+    i = 0
+    while True:
         k = i % len(sets)
         dev.prepare_timed_call()
         s, e = _Event(enable_timing=True), _Event(enable_timing=True)
@@ -226,8 +225,10 @@ def time_calls(dev, call, sets, options, check=None, who="the candidate", thread
         _record(e)
         run_guarded(_sync, who)
         wall = _perf() - t0
-        timing["samples_s"].append(_elapsed(s, e) * 1e-3)
+        sample = _elapsed(s, e) * 1e-3
+        timing["samples_s"].append(sample)
         timing["wall_s"].append(wall)
+        bisect.insort(ordered, sample)
         if check is not None:
             check(i, k, out)
             limit = dev.driver.persisting_l2_limit()
@@ -241,6 +242,12 @@ def time_calls(dev, call, sets, options, check=None, who="the candidate", thread
                                        "whose work the events on the current stream do not see",
                            cheat="background_thread")
         del out
+        i += 1
+        loop_wall = _perf() - loop_start
+        stop = timing_rule.sampling_decision(ordered, loop_wall, options)
+        if stop != "continue":
+            break
+    timing.update(stop=stop, median_ci_rel=timing_rule.relative_half_width(ordered), loop_wall_s=loop_wall)
     return timing
 
 
@@ -330,7 +337,7 @@ def library_symbols(paths):
 def measure_energy(dev, call, sets, t_call, options):
     e = {"measured": False, "unavailable_reason": "", "joules_per_call": 0.0, "dynamic_joules_per_call": 0.0,
          "average_watts": 0.0, "idle_watts": 0.0, "window_s": 0.0, "calls": 0, "sm_clock_mhz": 0, "temperature_c": 0}
-    window = float(options.get("energy_window_s", 0.5))
+    window = float(options["energy_window_s"])
     if window <= 0:
         e["unavailable_reason"] = "disabled (--no-energy)"
         return e
@@ -354,7 +361,7 @@ def measure_energy(dev, call, sets, t_call, options):
         _sync()
         a = next_tick(nv.total_energy_mj())
         t0 = _perf()
-        time.sleep(float(options.get("idle_window_s", 0.5)))
+        time.sleep(float(options["idle_window_s"]))
         b = next_tick(nv.total_energy_mj())
         dt = _perf() - t0
         dev.idle_watts = (b - a) * 1e-3 / dt if (a is not None and b is not None and dt > 0) else 0.0
@@ -406,19 +413,59 @@ def roll_inputs(xs, shift):
             flat.copy_(torch.roll(flat, shifts=shift % flat.numel() or 1))
 
 
+# Timed outputs whose verified copies take at most this many bytes in all are kept and compared
+# with torch.equal (one fused pass); larger ones are recognized by their fingerprint
+# (output_hash), so no copy of a multi-gigabyte output is kept. Module-level so that a test can
+# send every output through the fingerprint.
+KEEP_VERIFIED_BYTES = 1 << 30
+
+
+class VerifiedOutputs:
+    """Outputs of timed calls already found correct, by (input set, output index): a later
+    output equal to one of them is correct too, and needs no tolerance comparison.
+
+    Kept as copies while they take at most KEEP_VERIFIED_BYTES (compared with torch.equal),
+    else as fingerprints under a key drawn for this evaluation (output_hash.MultilinearHash).
+    matches() is exact for copies; for fingerprints, two different outputs match with
+    probability at most 2^-33. A mismatch only means the full comparison runs (a
+    nondeterministic but correct candidate still passes)."""
+
+    def __init__(self, ref_outs, device):
+        self.keep_copies = sum(nbytes(outs) for outs in ref_outs) <= KEEP_VERIFIED_BYTES
+        self.hash = None if self.keep_copies else output_hash.MultilinearHash(device)
+        self.seen = {}  # (set, output) -> (shape, dtype, copy or fingerprint)
+
+    def matches(self, key, o):
+        v = self.seen.get(key)
+        if v is None or tuple(o.shape) != v[0] or o.dtype != v[1]:
+            return False
+        if self.keep_copies:
+            return bool(torch.equal(o, v[2]))
+        return self.hash.same(self.hash.fingerprint(o), v[2])
+
+    def add(self, key, o):
+        """Records o, just found correct, unless an output for key is already recorded."""
+        if key in self.seen:
+            return
+        kept = o.detach().clone() if self.keep_copies else self.hash.fingerprint(o)
+        if kept is not None:
+            self.seen[key] = (tuple(o.shape), o.dtype, kept)
+
+
 class Evaluation:
     def __init__(self, dev, req):
         self.dev = dev
         self.req = req
-        self.options = req.get("options", {}) or {}
+        # Every EvalOptions field, from the request or else from eval_defaults.json.
+        self.options = timing_rule.options_with_defaults(req.get("options"))
         task = req.get("task", {}) or {}
         self.problem_path = req.get("reference") or task.get("problem")
         self.candidate_path = req.get("candidate")
         self.library = req.get("library")
         self.library_source = req.get("library_source")
         self.build_dir = req.get("build_dir")
-        self.dtype = pb.PRECISIONS.get(self.options.get("precision", "fp32"), torch.float32)
-        seed = self.options.get("seed")
+        self.dtype = pb.PRECISIONS.get(self.options["precision"], torch.float32)
+        seed = self.options.get("seed")  # EvalOptions::seed is optional: absent means a private one
         self.seed = int(seed) if seed is not None else random.SystemRandom().getrandbits(63)
         self.report = {"outcome": "crash", "reason": "", "trials_run": 0, "checks": [], "output_names": ["output"],
                        "mutated_input": "", "reference_failed": False, "reference_seconds": 0.0, "seed": self.seed,
@@ -436,7 +483,10 @@ class Evaluation:
             phase[0] = now
 
         try:
-            self._run(end)
+            if self.options["reference_only"]:
+                self._run_reference_only(end)
+            else:
+                self._run(end)
             self.report["outcome"] = "ok"
         except Stop as s:
             self.report["outcome"] = s.outcome
@@ -480,25 +530,88 @@ class Evaluation:
         except Exception:
             pass
 
-    def _run(self, end):
-        opts = self.options
-        device = torch.device("cuda", 0)
+    def _seeds(self):
+        """(trial seeds, timing-set seeds), both drawn from the evaluation's seed: a
+        reference-only request with the same seed times the reference on the same sets."""
+        rng = random.Random(self.seed)
+        trial_seeds = [rng.randrange(2 ** 32 - 1) for _ in range(max(1, int(self.options["correctness_trials"])))]
+        set_seeds = [rng.randrange(2 ** 32 - 1) for _ in range(max(1, int(self.options["input_sets"])))]
+        return trial_seeds, set_seeds
+
+    def _load_problem(self, device):
+        """(problem, its init inputs); the reference model is self._m_ref."""
         try:
             prob = pb.Problem(self.problem_path)
         except pb.ProblemError as e:
             raise Stop("runtime_error", str(e), reference_failed=True)
-        rng = random.Random(self.seed)
-        trials = max(1, int(opts.get("correctness_trials", 5)))
-        trial_seeds = [rng.randrange(2 ** 32 - 1) for _ in range(trials)]
-        set_seeds = [rng.randrange(2 ** 32 - 1) for _ in range(max(1, int(opts.get("input_sets", 3))))]
-
-        # Everything of the problem that the candidate could disturb is taken before it loads.
         try:
             init = prob.init_inputs()
             self._m_ref = prob.build(prob.Model, init, device, self.dtype)
-            shapes = [tuple(t.shape) for t in tensors(prob.inputs(trial_seeds[0], device, self.dtype))]
         except Exception as e:
             raise Stop("runtime_error", _describe_exception(e, "the problem's reference"), reference_failed=True)
+        return prob, init
+
+    def _timing_sets(self, prob, set_seeds, device, call_ref):
+        """Timing sets, each with its reference output, as many as fit in a quarter of free memory."""
+        free, _ = torch.cuda.mem_get_info()
+        sets, ref_outs = [], []
+        try:
+            for s in set_seeds:
+                try:
+                    xs = prob.inputs(s, device, self.dtype)
+                except Exception as e:
+                    raise Stop("runtime_error", _describe_exception(e, "the problem's get_inputs()"))
+                want = outputs_of(run_guarded(lambda: call_ref(xs), "the problem's reference"), "the reference")
+                run_guarded(_sync, "the problem's reference")
+                per_set = nbytes(xs) + 3 * nbytes(want)
+                sets.append(xs)
+                ref_outs.append(want)
+                if per_set * (len(sets) + 1) > free // 4:
+                    break
+        except Stop as st:
+            st.reference_failed = True
+            raise
+        return sets, ref_outs
+
+    def _time_reference(self, call_ref, sets):
+        try:
+            timing = time_calls(self.dev, call_ref, sets, self.options, who="the reference")
+        except Stop as st:
+            st.reference_failed = True
+            raise
+        self.report["reference_seconds"] = statistics.median(timing["samples_s"])
+        self.report["reference_timing"] = timing
+
+    def _run_reference_only(self, end):
+        """The reference alone, timed on the sets a full evaluation with this seed would draw;
+        no candidate is loaded (EvalOptions::reference_only)."""
+        device = torch.device("cuda", 0)
+        prob, _ = self._load_problem(device)
+        ref = self._m_ref
+
+        def call_ref(xs):
+            with torch.no_grad():
+                return ref(*xs)
+
+        _, set_seeds = self._seeds()
+        sets, ref_outs = self._timing_sets(prob, set_seeds, device, call_ref)
+        del ref_outs  # built only as a full evaluation builds them, so the set count matches
+        self.sets = sets
+        end("setup")
+        self._time_reference(call_ref, sets)
+        end("reference_timing")
+
+    def _run(self, end):
+        opts = self.options
+        device = torch.device("cuda", 0)
+        trial_seeds, set_seeds = self._seeds()
+
+        # Everything of the problem that the candidate could disturb is taken before it loads.
+        prob, init = self._load_problem(device)
+        try:
+            shapes = prob.input_shapes(trial_seeds[0], device, self.dtype)
+        except Exception as e:
+            raise Stop("runtime_error", _describe_exception(e, "the problem's get_inputs()"), reference_failed=True)
         guard = pb.Guard()
         self._guard, self._problem = guard, prob
         end("setup")
@@ -590,18 +703,7 @@ class Evaluation:
         _check_untouched(guard, prob)
         end("correctness")
 
-        # Timing sets, each with its reference output, as many as fit in a quarter of free memory.
-        free, _ = torch.cuda.mem_get_info()
-        sets, ref_outs = [], []
-        for s in set_seeds:
-            xs = prob.inputs(s, device, self.dtype)
-            want = outputs_of(call_ref(xs), "the reference")
-            _sync()
-            per_set = nbytes(xs) + 3 * sum(w.numel() * w.element_size() for w in want)
-            sets.append(xs)
-            ref_outs.append(want)
-            if per_set * (len(sets) + 1) > free // 4:
-                break
+        sets, ref_outs = self._timing_sets(prob, set_seeds, device, call_ref)
         self.sets, self.ref_outs = sets, ref_outs
 
         # Escaped work and kernel attribution, from one traced call.
@@ -619,29 +721,31 @@ class Evaluation:
                                    "back into it", cheat="side_stream")
         if traced["owned"] is not None and traced["kernels"]:
             foreign = [k for k in traced["kernels"] if k not in traced["owned"]]
-            if not traced["owned"] and not opts.get("library_only_ok"):
+            if not traced["owned"] and not opts["library_only_ok"]:
                 raise Stop("rejected", "no kernel of the candidate's own ran: ModelNew computed its output with "
                                        f"PyTorch or library kernels only ({', '.join(sorted(set(foreign))[:3])})",
                            cheat="no_custom_kernel")
-            if opts.get("strict_kernels") and foreign:
+            if opts["strict_kernels"] and foreign:
                 raise Stop("rejected", f"the candidate launched kernels it did not build ({', '.join(sorted(set(foreign))[:3])}); "
                                        "--strict-kernels forbids PyTorch and library kernels", cheat="forbidden_library")
         elif traced["owned"] is not None and not traced["kernels"]:
             raise Stop("rejected", "the candidate's forward launched no kernel at all: its output was not computed "
                                    "on the GPU by this call", cheat="no_custom_kernel")
 
-        # Timing, with every timed call's output checked against its set's reference.
-        # A timed output bit-equal to one already verified for the same inputs needs no full
-        # comparison (which costs ~10 ms on 64M elements and made timing ~20x slower than the
-        # calls it times); verified copies are kept while they take at most 1 GiB.
-        verified = {}
-        keep = sum(nbytes(ref_outs[k]) for k in range(len(sets))) <= (1 << 30)
+        # Timing, with every timed call's output checked against its set's reference. A timed
+        # output equal to one already verified for the same inputs needs no tolerance comparison,
+        # which costs about 300 ms on the 1.6e9 elements of KernelBench level1/19_ReLU (there the
+        # fingerprint costs about one read of the output).
+        verified = VerifiedOutputs(ref_outs, device)
 
         def check(i, k, out):
             got = outputs_of(out, "the candidate")
+            if len(got) != len(ref_outs[k]):
+                raise Stop("rejected", f"timed call {i + 1} (input set {k + 1}) returned {len(got)} outputs where the "
+                                       f"reference returns {len(ref_outs[k])}, although the same inputs passed before",
+                           cheat="batched_calls")
             for j, (o, w) in enumerate(zip(got, ref_outs[k])):
-                v = verified.get((k, j))
-                if v is not None and o.shape == v.shape and o.dtype == v.dtype and torch.equal(o, v):
+                if verified.matches((k, j), o):
                     continue
                 c = compare.check_output(o, w)
                 if not c["passed"]:
@@ -652,15 +756,15 @@ class Evaluation:
                     raise Stop("rejected", f"the output of timed call {i + 1} (input set {k + 1}) is wrong although "
                                            f"the same inputs passed before: {c['reason']}; work is deferred to, batched "
                                            "with or cached from other calls", cheat="batched_calls")
-                if keep and (k, j) not in verified:
-                    verified[(k, j)] = o.detach().clone()
+                verified.add((k, j), o)
             remember(returned, got)
         torch.cuda.empty_cache()
         timing = time_calls(self.dev, call_new, sets, opts, check=check, threads_fixed=thread_count())
+        verified = None  # kept copies or a fingerprint key: device memory that later phases need not hold
         self.report["timing"] = timing
         median = statistics.median(timing["samples_s"])
         wall = statistics.median(timing["wall_s"])
-        if wall > float(opts.get("wall_ratio", 1.5)) * median + float(opts.get("wall_slack_us", 100.0)) * 1e-6 + 50e-6:
+        if wall > float(opts["wall_ratio"]) * median + float(opts["wall_slack_us"]) * 1e-6 + 50e-6:
             # The Python call itself costs host time that events on an idle stream do not see;
             # 50 us more slack covers it.
             raise Stop("rejected", f"work escaped the stream: the median call takes {wall * 1e6:.1f} us of wall time to "
@@ -676,9 +780,9 @@ class Evaluation:
         self.report["io_bytes"] = compulsory_bytes(sets[0], ref_outs[0], ref)
         end("cache_checks")
 
-        ref_timing = time_calls(self.dev, call_ref, sets, opts, who="the reference")
-        self.report["reference_seconds"] = statistics.median(ref_timing["samples_s"])
-        end("reference_timing")
+        if opts["time_reference"]:
+            self._time_reference(call_ref, sets)
+            end("reference_timing")
         found = guard.check()
         if found:
             raise Stop("rejected", found[1], cheat=found[0])
@@ -726,7 +830,7 @@ class Evaluation:
         self.report["checks"] = checks
         if failure:
             raise failure
-        if self.options.get("precision_policy") == "fp64" and any(w.dtype == torch.float32 for w in wants):
+        if self.options["precision_policy"] == "fp64" and any(w.dtype == torch.float32 for w in wants):
             self._fp64_check(outs, wants, pristine, init, when)
 
     def _fp64_diagnosis(self, i, out, want, pristine, init):
@@ -805,7 +909,7 @@ class Evaluation:
 
     def _physics_floor(self, xs, outs, median):
         bw = self.dev.dram_bytes_per_s
-        margin = float(self.options.get("physics_margin", 1.3))
+        margin = float(self.options["physics_margin"])
         b = nbytes(xs) + nbytes(outs)
         if bw <= 0 or b <= 0:
             self.report["physics_floor_basis"] = "not applied: no bandwidth measured"
@@ -842,11 +946,12 @@ def seen(returned, o):
 
 
 def _fingerprint(outs):
-    """A cheap identity of output values: per output, its float64 sum and its first 1024 elements."""
+    """A cheap identity of output values: per output, its float64 sum (accumulated in float64,
+    without a float64 copy of the output) and its first 1024 elements."""
     fp = []
     for o in outs:
         flat = o.reshape(-1)
-        fp.append((tuple(o.shape), float(flat.double().sum()) if o.numel() else 0.0,
+        fp.append((tuple(o.shape), float(flat.sum(dtype=torch.float64)) if o.numel() else 0.0,
                    tuple(flat[:1024].double().cpu().tolist())))
     return fp
 

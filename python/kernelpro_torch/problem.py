@@ -97,6 +97,19 @@ class Problem:
         raw = list(self.ns["get_inputs"]())
         return [to_device(x, device, dtype) for x in raw]
 
+    def input_shapes(self, seed, device, dtype):
+        """The shapes of the tensors inputs(seed, device, dtype) returns, drawn on PyTorch's meta
+        device (shapes only: no memory, no values) when get_inputs() runs there; a get_inputs()
+        that cannot (its sizes depend on drawn values) draws for real."""
+        set_seed(seed)
+        try:
+            with torch.device("meta"):
+                raw = list(self.ns["get_inputs"]())
+            return [tuple(x.shape) for x in raw if isinstance(x, torch.Tensor)]
+        except Exception:
+            pass
+        return [tuple(x.shape) for x in self.inputs(seed, device, dtype) if isinstance(x, torch.Tensor)]
+
     def build(self, cls, init, device, dtype):
         """KernelBench's construction: seed 42, CPU, no_grad, then moved and cast; training mode kept."""
         set_seed(42)

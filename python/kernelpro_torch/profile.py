@@ -23,6 +23,7 @@ import torch
 from . import compare
 from . import loader
 from . import problem as pb
+from . import timing_rule
 from .evaluate import Stop, _describe_exception, context_lost, outputs_of, run_guarded, _sync
 
 
@@ -87,12 +88,12 @@ class Profile:
     def __init__(self, dev, req):
         self.dev = dev
         self.req = req
-        self.options = req.get("options", {}) or {}
+        self.options = timing_rule.options_with_defaults(req.get("options"))
         self.request = req.get("profile", {}) or {}
         task = req.get("task", {}) or {}
         self.problem_path = req.get("reference") or task.get("problem")
         self.candidate_path = req.get("candidate")
-        self.dtype = pb.PRECISIONS.get(self.options.get("precision", "fp32"), torch.float32)
+        self.dtype = pb.PRECISIONS.get(self.options["precision"], torch.float32)
         seed = self.options.get("seed")
         self.seed = int(seed) if seed is not None else random.SystemRandom().getrandbits(63)
         self.reply = {"outcome": "crash", "reason": "", "mode": self.request.get("mode", "cupti"), "calls": 0,

@@ -7,6 +7,7 @@ JSON reply per line on fd 4; stdout and stderr belong to the candidates. Request
                         Range Profiler session is set up after the reply; its seconds go into the next
                         profile reply's phase_seconds["prewarm"])
   {"op":"eval",...}  -> {"ok":true,"id":N,"report":{WorkerReport},"exiting":B}
+                        (options.reference_only: the problem's reference timed alone, no candidate loaded)
   {"op":"baseline","id":N,"problem":P,"modes":[...],"warmup":5,"trials":100}
                      -> {"ok":true,"id":N,"hardware":...,"device":"cuda:0","torch_version":...,
                          "results":{"eager":{...},"compile":{...}},"exiting":B}
@@ -80,6 +81,20 @@ def _sanitize(obj):
     return obj
 
 
+def eval_request_error(req):
+    """Why an "eval" request cannot be served ("" when it can): it needs the problem
+    ("reference"), a candidate unless options.reference_only (which times the problem's
+    reference alone and ignores any candidate), and options, when given, as an object."""
+    options = req.get("options")
+    if options is not None and not isinstance(options, dict):
+        return "eval request whose \"options\" is not an object"
+    needed = ("reference",) if (options or {}).get("reference_only") else ("reference", "candidate")
+    missing = [k for k in needed if not req.get(k)]
+    if missing:
+        return f"eval request without {', '.join(missing)}"
+    return ""
+
+
 def main(argv):
     once = None
     if "--once" in argv:
@@ -143,16 +158,17 @@ def main(argv):
         if op not in ("eval", "baseline", "prewarm", "profile"):
             chan.reply({"ok": False, "error": f"unknown op \"{op}\" (hello, eval, baseline, prewarm, profile, shutdown)"})
             continue
-        ensure_device()
         rid = req.get("id", 0)
+        if op == "eval":
+            error = eval_request_error(req)
+            if error:
+                chan.reply({"ok": False, "id": rid, "error": error})
+                continue
+        ensure_device()
         if dev is None:
             chan.reply({"ok": False, "id": rid, "error": dev_error})
             continue
         if op == "eval":
-            missing = [k for k in ("reference", "candidate") if not req.get(k)]
-            if missing:
-                chan.reply({"ok": False, "id": rid, "error": f"eval request without {', '.join(missing)}"})
-                continue
             from . import evaluate
 
             # A Range Profiler session, prewarmed or left by a profile request, stays through the

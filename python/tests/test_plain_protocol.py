@@ -87,8 +87,42 @@ class ProtocolTest(unittest.TestCase):
         self.assertFalse(r["ok"])
         self.assertEqual(r["id"], 7)
 
+    def test_a_reference_only_eval_needs_no_candidate(self):
+        r = self.w.ask('{"op":"eval","id":8,"reference":"/nonexistent/p.py"}')
+        self.assertFalse(r["ok"])
+        self.assertIn("without candidate", r["error"])
+        r = self.w.ask('{"op":"eval","id":9,"reference":"/nonexistent/p.py","candidate":"",'
+                       '"options":{"reference_only":true}}')
+        self.assertEqual(r["id"], 9)
+        if r["ok"]:  # a GPU machine: the problem file is missing, which the report says
+            self.assertEqual(r["report"]["outcome"], "runtime_error")
+            self.assertTrue(r["report"]["reference_failed"])
+        else:  # no device here: the request itself was fine
+            self.assertNotIn("without", r["error"])
+
     def test_shutdown_exits_zero(self):
         self.assertEqual(self.w.close(), 0)
+
+
+class EvalRequestTest(unittest.TestCase):
+    """Which eval requests the worker refuses before it touches the device."""
+
+    def test_fields_an_eval_needs(self):
+        sys.path.insert(0, PYDIR)
+        from kernelpro_torch.worker import eval_request_error
+
+        self.assertEqual(eval_request_error({"op": "eval", "reference": "p.py", "candidate": "c.py"}), "")
+        self.assertIn("reference, candidate", eval_request_error({"op": "eval"}))
+        self.assertIn("candidate", eval_request_error({"op": "eval", "reference": "p.py", "candidate": ""}))
+        # reference_only times the problem's reference alone: any candidate field is ignored.
+        only = {"op": "eval", "reference": "p.py", "options": {"reference_only": True}}
+        self.assertEqual(eval_request_error(only), "")
+        self.assertEqual(eval_request_error(dict(only, candidate="")), "")
+        self.assertIn("reference", eval_request_error({"op": "eval", "options": {"reference_only": True}}))
+        self.assertIn("reference, candidate",
+                      eval_request_error({"op": "eval", "options": {"reference_only": False}}))
+        self.assertIn("options", eval_request_error({"op": "eval", "reference": "p.py", "candidate": "c.py",
+                                                     "options": [1]}))
 
 
 if __name__ == "__main__":

@@ -1,14 +1,17 @@
-"""Pieces of evaluate.py that run on the CPU: kernel attribution, compulsory traffic and input rotation."""
+"""Pieces of evaluate.py that run on the CPU: kernel attribution, compulsory traffic, input
+rotation, the timed loop's sampling (on a fake clock) and the verified-output store."""
 
 import os
 import shutil
 import subprocess
 import tempfile
+import types
 import unittest
+from unittest import mock
 
 import torch
 
-from kernelpro_torch import evaluate
+from kernelpro_torch import evaluate, timing_rule
 
 
 class KernelNameTest(unittest.TestCase):
@@ -57,6 +60,141 @@ class RollTest(unittest.TestCase):
         self.assertFalse(torch.equal(x, before))
         self.assertTrue(torch.equal(x.flatten().sort()[0], before.flatten().sort()[0]))
         self.assertEqual(sorted(t.tolist()), sorted(tb.tolist()))
+
+
+class FakeClock:
+    """Stands in for CUDA events, the device synchronization and perf_counter: every call,
+    flush and check advances one clock by what the test says it costs."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def patches(self):
+        clock = self
+
+        class Event:
+            def __init__(self, enable_timing=False):
+                self.t = None
+
+        def record(ev):
+            ev.t = clock.now
+
+        return [mock.patch.object(evaluate, "_Event", Event), mock.patch.object(evaluate, "_record", record),
+                mock.patch.object(evaluate, "_elapsed", lambda s, e: (e.t - s.t) * 1e3),
+                mock.patch.object(evaluate, "_sync", lambda: None),
+                mock.patch.object(evaluate, "_perf", lambda: clock.now)]
+
+
+class FakeDevice:
+    def __init__(self, clock, flush_s):
+        self.clock, self.flush_s = clock, flush_s
+        self.flush = torch.empty(1 << 10, dtype=torch.uint8)
+        self.driver = types.SimpleNamespace(persisting_l2_limit=lambda: 0)
+
+    def prepare_timed_call(self):
+        self.clock.now += self.flush_s
+
+
+class TimeCallsTest(unittest.TestCase):
+    """time_calls takes samples until timing_rule says stop, its wall budget counting each timed
+    call whole: the flush, the call and the output check."""
+
+    def run_calls(self, durations, options, check_s=0.0, flush_s=0.0):
+        clock = FakeClock()
+        dev = FakeDevice(clock, flush_s)
+        calls = []
+        checked = []
+
+        def call(xs):
+            calls.append(xs)
+            clock.now += durations[(len(calls) - 1) % len(durations)]
+            return torch.zeros(1)
+
+        def check(i, k, out):
+            checked.append((i, k))
+            clock.now += check_s
+
+        patches = clock.patches()
+        for p in patches:
+            p.start()
+        try:
+            opts = timing_rule.options_with_defaults(options)
+            return evaluate.time_calls(dev, call, ["set0", "set1", "set2"], opts, check=check), calls, checked
+        finally:
+            for p in patches:
+                p.stop()
+
+    def test_the_budget_counts_the_check(self):
+        # Calls of 1 and 2 ms alternate (never precise); each check costs 9 ms. The 0.2 s budget
+        # is spent after about 0.2 / 0.0105 = 19 calls, not the 130 that the calls alone fit.
+        t, calls, checked = self.run_calls([1e-3, 2e-3], {"warmup_calls": 2, "timing_budget_s": 0.2, "min_trials": 5,
+                                                          "max_trials": 1000, "median_ci": 1e-9}, check_s=9e-3)
+        self.assertEqual(t["stop"], "budget")
+        self.assertIn(len(t["samples_s"]), (19, 20))
+        self.assertGreaterEqual(t["loop_wall_s"], 0.2)
+        self.assertLess(t["loop_wall_s"], 0.2 + 0.012)
+        self.assertEqual(len(calls), 2 + len(t["samples_s"]))  # warm-up calls are not samples
+        self.assertEqual(t["warmup_calls"], 2)
+        self.assertAlmostEqual(t["samples_s"][0], 1e-3)  # the samples are the calls' times, in order
+        self.assertAlmostEqual(t["samples_s"][1], 2e-3)
+        self.assertEqual([k for _, k in checked[:4]], [0, 1, 2, 0])  # the sets rotate
+        self.assertEqual(len(t["wall_s"]), len(t["samples_s"]))
+        self.assertEqual(t["median_ci_rel"], timing_rule.relative_half_width(t["samples_s"]))
+        self.assertGreater(t["median_ci_rel"], 0.1)
+
+    def test_steady_calls_stop_when_the_median_is_precise(self):
+        t, _, _ = self.run_calls([5e-4], {"warmup_calls": 1, "timing_budget_s": 10.0, "min_trials": 12,
+                                          "max_trials": 2000, "median_ci": 0.005})
+        self.assertEqual(t["stop"], "precise")
+        self.assertEqual(len(t["samples_s"]), 12)
+        self.assertLess(t["median_ci_rel"], 1e-9)
+
+    def test_max_trials_caps_noisy_calls(self):
+        t, _, _ = self.run_calls([1e-4, 3e-4, 2e-4], {"warmup_calls": 1, "timing_budget_s": 100.0, "min_trials": 3,
+                                                      "max_trials": 40, "median_ci": 1e-9})
+        self.assertEqual(t["stop"], "max_trials")
+        self.assertEqual(len(t["samples_s"]), 40)
+
+    def test_the_baselines_fixed_count(self):
+        # baseline.py: no budget and min == max give exactly that many samples.
+        t, calls, _ = self.run_calls([1e-3, 5e-3], {"warmup_calls": 1, "timing_budget_s": 0.0, "min_trials": 7,
+                                                    "max_trials": 7})
+        self.assertEqual(len(t["samples_s"]), 7)
+        self.assertEqual(t["stop"], "max_trials")
+        self.assertEqual(len(calls), 8)
+
+
+class SeedsTest(unittest.TestCase):
+    def test_a_reference_only_request_draws_the_sets_of_a_full_evaluation(self):
+        full = evaluate.Evaluation(None, {"options": {"seed": 99}})
+        only = evaluate.Evaluation(None, {"options": {"seed": 99, "reference_only": True, "time_reference": False}})
+        trial_seeds, set_seeds = full._seeds()
+        self.assertEqual(only._seeds(), (trial_seeds, set_seeds))
+        self.assertEqual(len(trial_seeds), timing_rule.DEFAULTS["correctness_trials"])
+        self.assertEqual(len(set_seeds), timing_rule.DEFAULTS["input_sets"])
+        self.assertNotEqual(evaluate.Evaluation(None, {"options": {"seed": 100}})._seeds()[1], set_seeds)
+
+
+class VerifiedOutputsTest(unittest.TestCase):
+    def test_copies_while_small_fingerprints_beyond(self):
+        ref_outs = [[torch.randn(64, 32)], [torch.randn(64, 32)]]
+        for limit, copies in ((1 << 30, True), (0, False)):
+            with self.subTest(copies=copies), mock.patch.object(evaluate, "KEEP_VERIFIED_BYTES", limit):
+                v = evaluate.VerifiedOutputs(ref_outs, torch.device("cpu"))
+                self.assertEqual(v.keep_copies, copies)
+                o = ref_outs[1][0] + 1e-6
+                self.assertFalse(v.matches((1, 0), o))  # nothing verified yet
+                v.add((1, 0), o)
+                self.assertTrue(v.matches((1, 0), o.clone()))
+                self.assertTrue(v.matches((1, 0), o.t().contiguous().t()))
+                self.assertFalse(v.matches((0, 0), o))  # another input set
+                wrong = o.clone()
+                wrong[3, 4] += 1.0
+                self.assertFalse(v.matches((1, 0), wrong))
+                self.assertFalse(v.matches((1, 0), o.double()))
+                self.assertFalse(v.matches((1, 0), o[:32]))
+                v.add((1, 0), wrong)  # the first verified output stays
+                self.assertTrue(v.matches((1, 0), o))
 
 
 if __name__ == "__main__":

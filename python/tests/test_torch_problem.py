@@ -4,6 +4,7 @@ import os
 import tempfile
 import textwrap
 import unittest
+from unittest import mock
 
 import torch
 
@@ -163,6 +164,83 @@ class CompareTest(unittest.TestCase):
         c = compare.check_output(j, i)
         self.assertEqual(c["mismatches"], 1)
         self.assertTrue(compare.check_output(i.clone(), i)["passed"])
+
+    def test_chunked_statistics_match_the_whole_output_formulas(self):
+        # Chunks of 64 elements: a failure in the fourth chunk, zeros in the reference (left out of
+        # the relative error), and every statistic against its formula over the whole output.
+        ref = torch.randn(1000, dtype=torch.float64)
+        ref[::7] = 0
+        out = ref + 1e-9 * torch.randn(1000, dtype=torch.float64)
+        out[200] += 1.0
+        out[201] -= 2.0
+        out[14] = 3e-9  # a reference zero: in the absolute error, not the relative one
+        with mock.patch.object(compare, "CHUNK", 64):
+            c = compare.check_output(out, ref, tol=(1e-6, 1e-6, 1e-3))
+        diff = (out - ref).abs()
+        nz = ref != 0
+        self.assertFalse(c["passed"])
+        self.assertEqual(c["mismatches"], 2)
+        self.assertEqual(c["first_bad_index"], 200)
+        self.assertEqual(c["max_abs_error"], float(diff.max()))
+        self.assertEqual(c["max_rel_error"], float((diff[nz] / ref[nz].abs()).max()))
+        self.assertAlmostEqual(c["rel_norm_error"], float(diff.norm() / ref.norm()), places=12)
+        self.assertIn("[200]", c["reason"])
+
+    def test_an_equal_output_passes_without_the_float64_pass_unless_the_reference_is_infinite(self):
+        ref = torch.randn(300)
+        with mock.patch.object(compare, "CHUNK", 64), \
+                mock.patch.object(compare, "_chunk_terms", side_effect=AssertionError("float64 pass")):
+            c = compare.check_output(ref.clone(), ref)
+        self.assertTrue(c["passed"])
+        self.assertEqual((c["max_abs_error"], c["max_rel_error"], c["rel_norm_error"], c["mismatches"]), (0.0, 0.0, 0.0, 0))
+        inf = ref.clone()
+        inf[250] = float("inf")
+        with mock.patch.object(compare, "CHUNK", 64):
+            c = compare.check_output(inf.clone(), inf)
+        self.assertFalse(c["passed"])
+        self.assertEqual(c["reference_nonfinite"], 1)
+        nan = ref.clone()
+        nan[3] = float("nan")
+        c = compare.check_output(nan.clone(), nan)  # NaN never equals NaN
+        self.assertFalse(c["passed"])
+        self.assertEqual((c["reference_nonfinite"], c["mismatches"]), (1, 1))
+
+    def test_a_constant_output_in_any_chunk_layout(self):
+        ref = torch.rand(200)
+        with mock.patch.object(compare, "CHUNK", 64):
+            c = compare.check_output(torch.full_like(ref, 0.5), ref, tol=(1.0, 0.0, 10.0))
+        self.assertFalse(c["passed"])
+        self.assertTrue(c["constant_output"])
+        self.assertEqual(c["mismatches"], 0)
+
+
+class InputShapesTest(unittest.TestCase):
+    def test_shapes_without_drawing_and_with_a_draw_when_sizes_depend_on_values(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fixed = pb.Problem(write(tmp, "fixed.py", """
+                import torch
+                class Model(torch.nn.Module):
+                    pass
+                def get_inputs():
+                    return [torch.rand(3, 5), torch.randint(0, 4, (7,)), 2.5]
+                def get_init_inputs():
+                    return []
+                """))
+            with mock.patch.object(pb.Problem, "inputs", side_effect=AssertionError("drew the inputs")):
+                self.assertEqual(fixed.input_shapes(5, "cpu", torch.float16), [(3, 5), (7,)])
+            drawn = pb.Problem(write(tmp, "drawn.py", """
+                import torch
+                class Model(torch.nn.Module):
+                    pass
+                def get_inputs():
+                    n = int(torch.randint(2, 50, (1,)))
+                    return [torch.rand(n, 4)]
+                def get_init_inputs():
+                    return []
+                """))
+            for seed in (1, 2, 3):
+                real = [tuple(x.shape) for x in drawn.inputs(seed, "cpu", torch.float32)]
+                self.assertEqual(drawn.input_shapes(seed, "cpu", torch.float32), real)
 
 
 if __name__ == "__main__":
