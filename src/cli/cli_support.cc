@@ -5,11 +5,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "analysis/rule_tool.h"
+#include "build/diagnostics.h"
+#include "driver/analyze_session.h"
+#include "profile/kernel_metrics.h"
 #include "report/eval_report.h"
+#include "task/kernelbench_loader.h"
+#include "task/native_task_loader.h"
 #include "util/hash.h"
+#include "util/strings.h"
 
 namespace kp::cli {
 
@@ -173,6 +184,268 @@ int print_verdict(const task::Task& task, const eval::EvalResult& result, bool j
   if (result.outcome == eval::Outcome::kOk) return kExitOk;
   if (result.outcome == eval::Outcome::kNotRun) return kExitNotRun;
   return kExitFailed;
+}
+
+// ---- profile and analyze -----------------------------------------------------------------------
+
+Result<std::unique_ptr<ProfileSetup>> profile_setup(const ProfileFlags& flags, const CommonFlags& common,
+                                                    const char* command) {
+  auto setup = std::make_unique<ProfileSetup>();
+  const bool kernelbench = is_kernelbench_path(flags.eval.task);
+  auto task = kernelbench ? task::load_kernelbench_problem(flags.eval.task) : task::load_native_task(flags.eval.task);
+  if (!task.ok()) return task.error();
+  fs::path cand;
+  if (kernelbench) {
+    if (flags.eval.candidate.empty())
+      return make_error(ErrorCode::kInvalidInput,
+                        fmt::format("{} is a KernelBench problem: name the candidate .py: kernelpro {} {} "
+                                    "CANDIDATE.py [--cu CANDIDATE.cu]",
+                                    flags.eval.task, command, flags.eval.task));
+    cand = flags.eval.candidate;
+  } else {
+    auto c = candidate_path(*task, flags.eval.candidate);
+    if (!c.ok()) return c.error();
+    cand = *c;
+  }
+  auto collector = profile::collector_from_string(flags.collector);
+  if (!collector)
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("--collector {}: expected cupti (in the worker, the default) or ncu", flags.collector));
+  if (flags.stage != 1 && flags.stage != 2)
+    return make_error(ErrorCode::kInvalidInput, fmt::format("--stage {}: expected 1 or 2", flags.stage));
+  const std::string prefix = fmt::format("kernelpro-{}-", command);
+  auto scratch = make_scratch(prefix.c_str(), common.keep_scratch);
+  if (!scratch.ok()) return scratch.error();
+
+  driver::ProfileSessionOptions& o = setup->options;
+  o.evaluator.build = build_options(common);
+  o.evaluator.eval = eval_options(flags.eval, kernelbench ? 5 : 3, kernelbench ? 600 : 120);
+  fs::path worker = common.worker.empty() ? self_dir() / "kp-worker" : fs::path(common.worker);
+  std::string python = resolve_python(flags.eval.python);
+  if (kernelbench) {
+    o.evaluator.worker = python_worker_options(python, scratch->path());
+    o.profiler.once_argv = o.evaluator.worker.argv;
+    o.profiler.once_env = o.evaluator.worker.env;
+  } else {
+    o.evaluator.worker.worker_path = worker;
+    o.evaluator.worker.scratch_dir = scratch->path();
+    o.profiler.once_argv = {fs::absolute(worker).string()};
+  }
+  o.profiler.rangeprof_library = worker.parent_path() / "libkp_rangeprof.so";
+  o.profiler.trace_library = worker.parent_path() / "libkp_trace.so";
+  o.profiler.scratch_dir = scratch->path();
+  o.profiler.timeout_s = o.evaluator.eval.timeout_s;
+  o.profiler.replay = flags.replay;
+  o.profiler.ncu.ncu = flags.ncu;
+  o.profiler.sass.cuobjdump = flags.cuobjdump;
+  o.profiler.sass.search_dirs = {fs::path(KP_SOURCE_DIR) / ".kp-tools" / "python"};
+  o.collector = *collector;
+  o.stage = flags.stage;
+  o.families = flags.families;
+  o.extra_metrics = flags.metrics;
+  if (!flags.stage1_file.empty()) {
+    auto text = read_file(flags.stage1_file);
+    if (!text.ok()) return text.error();
+    for (const auto& line : split_lines(*text)) {
+      std::string_view name = trim(line);
+      if (!name.empty() && name[0] != '#') o.stage1_override.emplace_back(name);
+    }
+    if (o.stage1_override.empty())
+      return make_error(ErrorCode::kInvalidInput,
+                        fmt::format("--stage1-metrics {}: no metric names in it (one a line, # for comments)", flags.stage1_file));
+  }
+  o.trace = !flags.no_trace;
+  o.sass = !flags.no_sass;
+  o.compare_ncu = flags.compare_ncu;
+  setup->store = std::make_unique<profile::CalibrationStore>(calibration_dir(flags.calibration_dir));
+  profile::CalibrationStore* store = setup->store.get();
+  o.ceilings_for = [store](const eval::DeviceInfo& dev, std::string* warning) {
+    return profile::resolve_ceilings(*store, dev, warning);
+  };
+  setup->task = std::move(*task);
+  setup->candidate = cand;
+  setup->scratch.emplace(std::move(*scratch));
+  return setup;
+}
+
+// ---- the model side of generate and optimize ---------------------------------------------------
+
+Result<driver::Analysis> analyze_feedback(const std::string& task_path, const fs::path& candidate, const fs::path& cu,
+                                          const std::vector<std::string>& extra_tools, bool reference_seed,
+                                          const CommonFlags& common, const EvalFlags& eval) {
+  ProfileFlags pf;
+  pf.eval = eval;
+  pf.eval.task = task_path;
+  pf.eval.candidate = candidate.string();
+  pf.eval.cu = cu.string();
+  auto setup = profile_setup(pf, common, "generate");
+  if (!setup.ok()) return setup.error();
+  driver::AnalyzeOptions ao;
+  ao.rule_dirs = analysis::default_rule_dirs();
+  ao.profile = (*setup)->options;
+  ao.profile.evaluator.eval.library_only_ok = reference_seed;  // the problem's own PyTorch code, profiled
+  ao.extra_tools = extra_tools;
+  auto page = driver::run_analyze((*setup)->task, (*setup)->candidate, cu, ao);
+  if (!page.ok()) return page.error();
+  if (page->profile.eval.outcome != eval::Outcome::kOk)
+    return make_error(ErrorCode::kInvalidInput, fmt::format("it did not pass the check ({}): {}",
+                                                            eval::to_string(page->profile.eval.outcome),
+                                                            page->profile.eval.reason));
+  driver::Analysis a{driver::measured_summary(*page) + page->feedback.text, page->tools_run, "",
+                     driver::measured_summary(*page) + driver::raw_metrics_text(*page)};
+  if (page->profile.roofline) a.bottleneck_class = analysis::to_string(page->profile.roofline->cls);
+  return a;
+}
+
+Result<std::unique_ptr<ModelSetup>> model_setup(const ModelFlags& flags, const fs::path& run_dir,
+                                                const std::string& resume_hint, const llm::Budget* budget) {
+  auto m = std::make_unique<ModelSetup>();
+  llm::LlmConfig& config = m->config;
+  if (!flags.config.empty()) {
+    KP_TRY(std::string text, read_file(flags.config));
+    KP_TRY(config, llm::parse_llm_config(text, flags.config));
+  }
+  if (!flags.provider.empty()) config.provider = flags.provider;
+  if (!flags.model.empty()) config.model = flags.model;
+  if (!flags.base_url.empty()) config.base_url = flags.base_url;
+  if (config.provider != "openai" && config.provider != "anthropic" && config.provider != "command" &&
+      config.provider != "manual")
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("--provider {}: expected openai, anthropic, command or manual", config.provider));
+  if (config.model.empty()) {
+    if (config.provider == "openai" || config.provider == "anthropic")
+      return make_error(ErrorCode::kInvalidInput, "no model named: pass --model or set model in the [llm] table of --config");
+    config.model = config.provider;
+  }
+  std::string api_key;
+  const std::string key_env = config.api_key_env.empty() ? llm::default_api_key_env(config.provider) : config.api_key_env;
+  if (!key_env.empty())
+    if (const char* k = std::getenv(key_env.c_str())) api_key = k;
+  if (api_key.empty() && (config.provider == "openai" || config.provider == "anthropic") && config.base_url.empty())
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("${} is not set: export the API key for {}, or point --base-url at a local server that "
+                                  "needs none",
+                                  key_env, config.provider));
+  m->transport = llm::make_curl_transport();
+  llm::ProviderContext ctx;
+  ctx.api_key = api_key;
+  ctx.transport = m->transport.get();
+  ctx.manual_dir = (run_dir / "manual").string();
+  ctx.resume_hint = resume_hint + (flags.config.empty() ? " --provider " + config.provider : " --config " + flags.config);
+  if (!flags.model.empty()) ctx.resume_hint += " --model " + flags.model;
+  if (!flags.base_url.empty()) ctx.resume_hint += " --base-url " + flags.base_url;
+  m->resume_hint = ctx.resume_hint;
+  Error perr;
+  m->provider = llm::make_provider(config, ctx, &perr);
+  if (!m->provider) return perr;
+  llm::ClientOptions copts = config.client;
+  copts.cache_dir = (run_dir / "llm-cache").string();
+  if (budget) {
+    if (budget->max_calls > 0) copts.budget.max_calls = budget->max_calls;
+    if (budget->max_tokens > 0) copts.budget.max_tokens = budget->max_tokens;
+    if (budget->max_cost_usd > 0) copts.budget.max_cost_usd = budget->max_cost_usd;
+  }
+  m->client = std::make_unique<llm::LlmClient>(*m->provider, copts);
+  KP_TRY(m->prompts, agent::PromptLibrary::load(
+                         flags.prompts.empty() ? (fs::path(KP_SOURCE_DIR) / "prompts").string() : flags.prompts));
+  m->options.tools = !flags.no_tools && (config.provider == "openai" || config.provider == "anthropic");
+  m->options.max_tokens = config.max_tokens;
+  m->options.temperature = config.temperature;
+  m->options.stream = config.stream;
+  m->agents = std::make_unique<agent::Agents>(*m->client, *m->prompts, config.model, m->options);
+  return m;
+}
+
+void write_call_log(const llm::LlmClient& client, const fs::path& file) {
+  std::string calls;
+  for (const auto& r : client.records())
+    calls += nlohmann::json{{"provider", r.provider}, {"endpoint", r.endpoint}, {"model", r.model}, {"request", r.request},
+                            {"reply", r.reply}, {"error", r.error}, {"input_tokens", r.usage.input_tokens},
+                            {"output_tokens", r.usage.output_tokens}, {"cost_usd", r.cost_usd}, {"priced", r.priced},
+                            {"latency_s", r.latency_s}, {"attempts", r.attempts}, {"cached", r.cached}}
+                 .dump() +
+             "\n";
+  (void)write_file(file.string(), calls);
+}
+
+Status reference_as_seed(task::Task& task, const fs::path& run_dir) {
+  const fs::path seed = run_dir / "reference_as_candidate.py";
+  KP_TRY(std::string problem, read_file(task.reference_path.string()));
+  KP_TRY_STATUS(write_file(seed.string(), problem + "\n\n# kernelpro: the reference as a candidate, profiled as the seed.\n"
+                                                    "class ModelNew(Model):\n    pass\n"));
+  task.seed_path = seed;
+  return ok_status();
+}
+
+std::optional<std::string> gpu_words(eval::Evaluator& evaluator) {
+  auto dev = evaluator.device();
+  if (!dev.ok()) return std::nullopt;
+  return fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB)", dev->name, dev->cc_major, dev->cc_minor, dev->sm_count,
+                     dev->memory_bytes / 1073741824.0);
+}
+
+namespace {
+
+// The coder's CUTLASS/CuTe tools, when a CUTLASS is found: search (the index is brought up to
+// date on the first search of the run), read by line range, list a directory. Errors come
+// back as the tool's answer, for the model to read.
+void add_code_tools(agent::CoderTools& tools, const CommonFlags& common) {
+  auto cutlass = locate_cutlass(common);
+  if (!cutlass.ok()) return;
+  struct Shared {
+    codesearch::Cutlass cutlass;
+    fs::path db;
+    std::mutex mutex;
+    std::optional<codesearch::Index> index;  // guarded by mutex
+  };
+  auto shared = std::make_shared<Shared>();
+  shared->cutlass = *cutlass;
+  shared->db = cutlass_index_path(*cutlass, "");
+  tools.cutlass_version = cutlass->version;
+  tools.search_code = [shared](const std::string& query) -> std::string {
+    std::lock_guard<std::mutex> lock(shared->mutex);
+    if (!shared->index) {
+      auto index = codesearch::Index::open(shared->db);
+      if (!index.ok()) return "the code index cannot be opened: " + index.error().message;
+      if (auto s = index->update(shared->cutlass); !s.ok()) return "the code index cannot be built: " + s.error().message;
+      shared->index.emplace(std::move(*index));
+    }
+    auto hits = shared->index->search(query, {.limit = 6, .per_file = 1, .snippet_lines = 10});
+    if (!hits.ok()) return hits.error().message;
+    if (hits->empty()) return fmt::format("nothing in CUTLASS {} matches \"{}\"", shared->cutlass.version, query);
+    return codesearch::format_hits(*hits);
+  };
+  tools.read_code = [shared](const std::string& path, int start, int end) -> std::string {
+    auto text = codesearch::show_lines(shared->cutlass.root, path, start, end);
+    return text.ok() ? path + "\n" + *text : text.error().message;
+  };
+  tools.list_code = [shared](const std::string& dir) -> std::string {
+    auto entries = codesearch::list_dir(shared->cutlass.root, dir);
+    return entries.ok() ? join(*entries, "\n") : entries.error().message;
+  };
+}
+
+}  // namespace
+
+agent::CoderTools draft_tools(build::Builder& drafts, const fs::path& run_dir, const task::Task& task,
+                              const CommonFlags& common) {
+  agent::CoderTools tools;
+  add_code_tools(tools, common);
+  auto count = std::make_shared<int>(0);
+  tools.compile_check = [&drafts, run_dir, libs = task.candidate_libraries, count](const std::string& source) {
+    const fs::path draft = run_dir / "drafts" / fmt::format("draft-{}.cu", ++*count);
+    std::error_code ec;
+    fs::create_directories(draft.parent_path(), ec);
+    if (!write_file(draft.string(), source).ok()) return std::string("could not write the draft");
+    auto r = drafts.build(build::BuildRequest{draft, libs, {}});
+    if (!r.ok()) return "not built: " + r.error().message;
+    if (!r->ok) {
+      const std::string summary = build::summarize_diagnostics(r->diagnostics, 5);
+      return "compile errors:\n" + (summary.empty() ? r->log : summary);
+    }
+    return fmt::format("compiled. ptxas: {}", r->log.empty() ? "(no report)" : r->log);
+  };
+  return tools;
 }
 
 }  // namespace kp::cli

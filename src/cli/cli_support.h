@@ -1,16 +1,27 @@
 // What every subcommand of the CLI shares: exit codes, the mapping of errors to them, the
-// options every stage takes from the common flags, and where kernelpro's own files live.
+// options every stage takes from the common flags, and where kernelpro's own files live; the
+// setup `profile` and `analyze` share; and the model side that `generate` and `optimize` with a
+// model share.
 #pragma once
 
 #include <filesystem>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "agent/agents.h"
 #include "build/builder.h"
 #include "cli/commands.h"
 #include "codesearch/index.h"
+#include "driver/generate_session.h"
+#include "driver/profile_session.h"
+#include "verdict/eval_options.h"
 #include "eval/evaluator.h"
 #include "eval/worker_client.h"
+#include "llm/llm_config.h"
+#include "profile/calibration.h"
 #include "sys/temp_dir.h"
 #include "task/task.h"
 #include "util/result.h"
@@ -64,5 +75,67 @@ std::function<void(const std::string&)> progress_printer(const CommonFlags& comm
 // Prints the verdict (JSON or text, with `not_run_note` after a not-run text verdict) and
 // returns the exit code.
 int print_verdict(const task::Task& task, const eval::EvalResult& result, bool json, const std::string& not_run_note);
+
+// What `profile` and `analyze` share (and analyze_feedback below): the task, the candidate, the
+// scratch folder and the session's options.
+struct ProfileSetup {
+  task::Task task;
+  std::filesystem::path candidate;
+  std::optional<sys::TempDir> scratch;
+  std::unique_ptr<profile::CalibrationStore> store;
+  driver::ProfileSessionOptions options;
+};
+// The task (native or KernelBench), the candidate, a scratch folder and the profile session's
+// options from `flags`; `command` names the subcommand in messages and in the scratch folder's
+// name. Errors (a task that does not load, no candidate for a KernelBench problem, a bad
+// --collector, --stage or --stage1-metrics) are returned for exit_for.
+Result<std::unique_ptr<ProfileSetup>> profile_setup(const ProfileFlags& flags, const CommonFlags& common,
+                                                    const char* command);
+
+// ---- the model side of generate and optimize ---------------------------------------------------
+
+// A candidate's analysis as the prompts get it: the measured lines, then the feedback text of
+// `kernelpro analyze` (with `extra_tools` run too), and the tools that made it. An error when
+// it did not pass the check. reference_seed: a KernelBench reference profiled as the seed.
+Result<driver::Analysis> analyze_feedback(const std::string& task_path, const std::filesystem::path& candidate,
+                                          const std::filesystem::path& cu, const std::vector<std::string>& extra_tools,
+                                          bool reference_seed, const CommonFlags& common, const EvalFlags& eval);
+
+// The model side of a run: provider, client (its cache and call log in RUN_DIR), prompts and
+// the roles. `resume_hint`: the command that continues the run, for the manual provider's note.
+struct ModelSetup {
+  llm::LlmConfig config;
+  std::unique_ptr<llm::HttpTransport> transport;
+  std::unique_ptr<llm::Provider> provider;
+  std::unique_ptr<llm::LlmClient> client;
+  std::optional<agent::PromptLibrary> prompts;
+  agent::AgentOptions options;
+  std::unique_ptr<agent::Agents> agents;
+  std::string resume_hint;  // the command that continues the run, with the model's flags
+};
+
+struct ModelFlags {
+  std::string config, provider, model, base_url, prompts;
+  bool no_tools = false;
+};
+
+// The provider, client, prompts and roles of `flags` for a run in `run_dir`; `budget`, when given,
+// overrides the config's LLM budget where its fields are positive. An error names a bad provider,
+// a missing model or API key, or a config or prompt folder that cannot be read.
+Result<std::unique_ptr<ModelSetup>> model_setup(const ModelFlags& flags, const std::filesystem::path& run_dir,
+                                                const std::string& resume_hint, const llm::Budget* budget);
+// Every LLM call, for the record (no credentials: they are not in the records).
+void write_call_log(const llm::LlmClient& client, const std::filesystem::path& file);
+// A KernelBench problem has no seed: its reference, as a candidate, is profiled in its place, so
+// that the analyst, planner and coder see which kernels torch runs for it and what bounds them.
+// Writes RUN_DIR/reference_as_candidate.py and sets task.seed_path to it.
+Status reference_as_seed(task::Task& task, const std::filesystem::path& run_dir);
+// The GPU in words for the prompts, or what stands in for it on a machine without one.
+std::optional<std::string> gpu_words(eval::Evaluator& evaluator);
+// The coder's compile_check: a draft built by `drafts` into RUN_DIR/drafts/draft-N.cu, answered
+// with the compile errors (cut to what matters) or ptxas' report; and the CUTLASS tools.
+// `drafts` must outlive the tools.
+agent::CoderTools draft_tools(build::Builder& drafts, const std::filesystem::path& run_dir, const task::Task& task,
+                              const CommonFlags& common);
 
 }  // namespace kp::cli

@@ -135,7 +135,7 @@ namespace kp::cli {
 // The search's options from the flags (both kinds of optimize): run directory (default
 // runs/<task stem>-optimize), budgets, strategy, objective, memory. An error names a bad value.
 Result<driver::OptimizeOptions> optimize_options(const OptimizeFlags& flags, const std::string& task_name);
-// The model-driven loop (cli/commands.cc), which run_optimize calls when a model is configured.
+// The model-driven loop (cli/model_optimize_command.cc), which run_optimize calls when a model is configured.
 int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common);
 
 // `kernelpro calibrate` (cli/calibrate_command.cc).

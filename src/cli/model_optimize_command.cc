@@ -1,0 +1,148 @@
+// `kernelpro optimize TASK` with a model configured (--provider or --config): the closed loop of
+// driver/model_search.h. run_optimize (cli/optimize_command.cc) calls it.
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "build/builder.h"
+#include "cli/cli_support.h"
+#include "cli/commands.h"
+#include "driver/model_search.h"
+#include "eval/evaluator.h"
+#include "report/eval_report.h"
+#include "task/kernelbench_loader.h"
+#include "task/native_task_loader.h"
+
+namespace kp::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::atomic<bool> g_model_interrupted{false};
+
+extern "C" void on_model_sigint(int) { g_model_interrupted.store(true); }
+
+}  // namespace
+
+int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
+  const bool kernelbench = is_kernelbench_path(flags.task);
+  auto task = kernelbench ? task::load_kernelbench_problem(flags.task) : task::load_native_task(flags.task);
+  if (!task.ok()) return exit_for(task.error());
+  auto opts = optimize_options(flags, task->name);
+  if (!opts.ok()) return exit_for(opts.error());
+  driver::OptimizeOptions o = *opts;
+  std::error_code ec;
+  fs::create_directories(o.run_dir, ec);
+  std::string hint =
+      fmt::format("kernelpro optimize {} --run-dir {} --resume --budget {} --search {} --feedback {} --in-flight {}",
+                  flags.task, o.run_dir.string(), flags.budget, flags.search, flags.feedback, flags.in_flight);
+  const llm::Budget budget{flags.max_llm_calls, flags.max_tokens, flags.max_cost};
+  auto setup = model_setup({flags.config, flags.provider, flags.model, flags.base_url, flags.prompts, flags.no_tools},
+                           o.run_dir, hint, &budget);
+  if (!setup.ok()) return exit_for(setup.error());
+  if (kernelbench && !task->seed_path)
+    if (Status s = reference_as_seed(*task, o.run_dir); !s.ok()) return exit_for(s.error());
+  llm::LlmClient& client = *(*setup)->client;
+  hint = (*setup)->resume_hint;
+
+  auto scratch = make_scratch("kernelpro-optimize-", common.keep_scratch);
+  if (!scratch.ok()) return exit_for(scratch.error());
+  const eval::EvaluatorOptions eo = loop_evaluator_options(common, flags.eval, kernelbench, scratch->path());
+  eval::Evaluator evaluator(eo);
+  // The seed of a KernelBench problem is its reference, which calls only library code: it is
+  // timed by an evaluator that allows that, made only when it is needed.
+  std::unique_ptr<eval::Evaluator> root_evaluator;
+  build::Builder drafts(build_options(common));
+  const agent::CoderTools tools = draft_tools(drafts, o.run_dir, *task, common);
+
+  bool tty = false;
+  driver::ModelSearchHooks hooks;
+  hooks.progress = progress_printer(common, &tty);
+  hooks.evaluate = [&](const fs::path& cu, const fs::path& py, bool root) -> Result<eval::EvalResult> {
+    if (!kernelbench) return evaluator.evaluate(*task, cu);
+    if (!root) return evaluator.evaluate(*task, py, cu);
+    if (!root_evaluator) {
+      eval::EvaluatorOptions ro = eo;
+      ro.eval.library_only_ok = true;
+      root_evaluator = std::make_unique<eval::Evaluator>(ro);
+    }
+    return root_evaluator->evaluate(*task, py, cu);
+  };
+  hooks.analyze = [&](const fs::path& cu, const fs::path& py, bool root) {
+    return analyze_feedback(flags.task, kernelbench ? py : cu, kernelbench ? cu : fs::path(), {}, kernelbench && root,
+                            common, flags.eval);
+  };
+  hooks.record = [&](const eval::EvalResult& r) { return report::eval_to_json(*task, r).dump(); };
+  hooks.interrupted = [] { return g_model_interrupted.load(); };
+  hooks.llm_spent = [&] { return client.spent(); };
+  hooks.llm_budget_spent = [&] { return client.budget_exhausted(); };
+  if ((*setup)->options.tools) hooks.tools = &tools;
+  // The build lane of the pipeline compiles native candidates into the cache the evaluator reads.
+  build::Builder ahead(build_options(common));
+  if (!kernelbench)
+    hooks.prebuild = [&](const fs::path& cu) {
+      (void)ahead.build(build::BuildRequest{cu, task->candidate_libraries, {}});
+    };
+
+  if (auto words = gpu_words(evaluator)) {
+    o.gpu = *words;
+  } else {
+    const std::string arch = common.arch.empty() ? std::string("sm_90a") : common.arch;
+    o.gpu = fmt::format("an NVIDIA GPU (none on this machine: candidates are built for {} and not run)", arch);
+  }
+  g_model_interrupted = false;
+  auto previous = std::signal(SIGINT, on_model_sigint);
+  auto report = driver::run_model_optimize(*task, *(*setup)->agents, hooks, o);
+  std::signal(SIGINT, previous);
+  if (tty) std::fprintf(stderr, "\n");
+  write_call_log(client, o.run_dir / "llm_calls.jsonl");
+  if (!report.ok()) return exit_for(report.error());
+  const auto& r = *report;
+  if (common.json) {
+    auto j = r.to_json();
+    j["run_dir"] = o.run_dir.string();
+    j["llm"] = {{"calls", client.spent().calls}, {"tokens", client.spent().tokens}, {"cost_usd", client.spent().cost_usd}};
+    std::cout << j.dump(2) << "\n";
+  } else if (r.nodes == 0) {
+    std::cout << "No GPU here: the seed built; the search needs its timing. Run the same command on a GPU machine.\n";
+  } else {
+    std::cout << fmt::format("{}: best {:.4g} ms: {:.2f}x the seed ({:.4g} ms), {:.2f}x the reference ({:.4g} ms)\n",
+                             task->name, r.best_seconds * 1e3, r.seed_seconds / r.best_seconds, r.seed_seconds * 1e3,
+                             r.reference_seconds / r.best_seconds, r.reference_seconds * 1e3);
+    std::cout << fmt::format("  by: {}\n", r.best_direction);
+    std::cout << fmt::format("{} candidate(s) evaluated in this run ({} duplicate(s) measured once), {} in the tree; "
+                             "stopped: {}; {}\n",
+                             r.evaluated, r.duplicates, r.nodes, r.stopped, r.best_source.string());
+    // The lanes overlap: their busy time can add up to more than the wall time.
+    const double busy = r.llm_s + r.ahead_s + r.build_s + r.worker_s + r.analyze_s;
+    std::cout << fmt::format("time: {:.1f} s wall; busy {:.1f} s = {:.1f} s LLM + {:.1f} s compiled ahead + {:.1f} s "
+                             "build + {:.1f} s GPU worker + {:.1f} s analysis ({:.2f}x overlap, {} in flight)\n",
+                             r.wall_s, busy, r.llm_s, r.ahead_s, r.build_s, r.worker_s, r.analyze_s,
+                             r.wall_s > 0 ? busy / r.wall_s : 0.0, o.in_flight);
+    std::cout << fmt::format("LLM: {} call(s), {} tokens, ${:.4f}\n", client.spent().calls, client.spent().tokens,
+                             client.spent().cost_usd);
+  }
+  if (r.stopped == "pending") {
+    std::fprintf(stderr, "kernelpro: %s\n", r.pending.c_str());
+    return kExitPending;
+  }
+  if (r.stopped == "no_gpu") {
+    if (!common.json && r.nodes > 0)
+      std::cout << fmt::format("No GPU here: the next candidate is written and built; its evaluation needs a GPU. "
+                               "Continue with: {}\n",
+                               hint);
+    return kExitNotRun;
+  }
+  if ((r.stopped == "interrupted" || r.stopped == "budget") && !common.json)
+    std::cout << fmt::format("Continue it with: {}\n", hint);
+  return kExitOk;
+}
+
+}  // namespace kp::cli
