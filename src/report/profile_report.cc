@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "profile/calibration.h"
+#include "profile/metric_lists.h"
 #include "profile/trace/trace_parser.h"
 #include "report/eval_report.h"
 #include "util/strings.h"
