@@ -12,6 +12,7 @@
 #include "analysis/rule_tool.h"
 #include "cli/cli_support.h"
 #include "cli/commands.h"
+#include "driver/judge.h"
 #include "driver/analyze_session.h"
 #include "report/analyze_report.h"
 #include "util/strings.h"
@@ -60,7 +61,8 @@ int run_analyze(const AnalyzeFlags& flags, const CommonFlags& common) {
   if (!setup.ok()) return exit_for(setup.error());
   ao.profile = (*setup)->options;
   const task::Task& task = (*setup)->task;
-  auto page = driver::run_analyze(task, (*setup)->candidate, flags.profile.eval.cu, ao, [&](const std::string& line) {
+  driver::Judge judge(driver::evaluator_options_for_profile(ao.profile));
+  auto page = judge.analyze(task, (*setup)->candidate, flags.profile.eval.cu, ao, [&](const std::string& line) {
     if (!common.json) std::fprintf(stderr, "kernelpro: %s\n", line.c_str());
   });
   if (!page.ok()) return exit_for(page.error());

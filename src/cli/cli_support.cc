@@ -270,22 +270,39 @@ Result<std::unique_ptr<ProfileSetup>> profile_setup(const ProfileFlags& flags, c
 
 // ---- the model side of generate and optimize ---------------------------------------------------
 
-Result<driver::Analysis> analyze_feedback(const std::string& task_path, const fs::path& candidate, const fs::path& cu,
-                                          const std::vector<std::string>& extra_tools, bool reference_seed,
-                                          const CommonFlags& common, const EvalFlags& eval) {
+driver::Judge& LoopJudges::root() {
+  if (!root_judge) {
+    eval::EvaluatorOptions ro = judge->options();
+    ro.eval.library_only_ok = true;  // the problem's own PyTorch code, judged and profiled as the seed
+    ro.worker.scratch_dir /= "root";
+    root_judge = std::make_unique<driver::Judge>(ro);
+  }
+  return *root_judge;
+}
+
+Result<std::unique_ptr<LoopJudges>> loop_judges(const std::string& task_path, bool feedback, const CommonFlags& common,
+                                                const EvalFlags& eval) {
   ProfileFlags pf;
   pf.eval = eval;
   pf.eval.task = task_path;
-  pf.eval.candidate = candidate.string();
-  pf.eval.cu = cu.string();
-  auto setup = profile_setup(pf, common, "generate");
-  if (!setup.ok()) return setup.error();
+  // A KernelBench problem's setup asks for a candidate; each analysis names its own.
+  if (is_kernelbench_path(task_path)) pf.eval.candidate = task_path;
+  auto out = std::make_unique<LoopJudges>();
+  KP_TRY(out->profile, profile_setup(pf, common, "optimize"));
+  out->feedback = feedback;
+  const driver::ProfileSessionOptions& po = out->profile->options;
+  out->judge = std::make_unique<driver::Judge>(feedback ? driver::evaluator_options_for_profile(po) : po.evaluator);
+  return out;
+}
+
+Result<driver::Analysis> analyze_feedback(driver::Judge& judge, const ProfileSetup& setup, const fs::path& candidate,
+                                          const fs::path& cu, const std::vector<std::string>& extra_tools) {
   driver::AnalyzeOptions ao;
   ao.rule_dirs = analysis::default_rule_dirs();
-  ao.profile = (*setup)->options;
-  ao.profile.evaluator.eval.library_only_ok = reference_seed;  // the problem's own PyTorch code, profiled
+  ao.profile = setup.options;
+  ao.profile.evaluator = judge.options();
   ao.extra_tools = extra_tools;
-  auto page = driver::run_analyze((*setup)->task, (*setup)->candidate, cu, ao);
+  auto page = judge.analyze(setup.task, candidate, cu, ao);
   if (!page.ok()) return page.error();
   if (page->profile.eval.outcome != eval::Outcome::kOk)
     return make_error(ErrorCode::kInvalidInput, fmt::format("it did not pass the check ({}): {}",

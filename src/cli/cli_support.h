@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "codesearch/index.h"
 #include "driver/generate_session.h"
+#include "driver/judge.h"
 #include "driver/profile_session.h"
 #include "verdict/eval_options.h"
 #include "eval/evaluator.h"
@@ -94,12 +95,30 @@ Result<std::unique_ptr<ProfileSetup>> profile_setup(const ProfileFlags& flags, c
 
 // ---- the model side of generate and optimize ---------------------------------------------------
 
-// A candidate's analysis as the prompts get it: the measured lines, then the feedback text of
-// `kernelpro analyze` (with `extra_tools` run too), and the tools that made it. An error when
-// it did not pass the check. reference_seed: a KernelBench reference profiled as the seed.
-Result<driver::Analysis> analyze_feedback(const std::string& task_path, const std::filesystem::path& candidate,
-                                          const std::filesystem::path& cu, const std::vector<std::string>& extra_tools,
-                                          bool reference_seed, const CommonFlags& common, const EvalFlags& eval);
+// The judges of a model run (generate, optimize with a model): `judge` measures every
+// candidate once and profiles it for the feedback on the same worker; `root`, made when first
+// asked, does the same for a KernelBench problem's seed when that seed is the problem's own
+// PyTorch reference (which runs no kernel of its own, so library_only_ok). `profile` holds the
+// analysis options (profiler, ceilings, scratch) made once for the run. With `feedback` the
+// workers prewarm the stage-1 counters.
+struct LoopJudges {
+  std::unique_ptr<ProfileSetup> profile;
+  std::unique_ptr<driver::Judge> judge;
+  std::unique_ptr<driver::Judge> root_judge;
+  bool feedback = true;
+  driver::Judge& root();
+};
+Result<std::unique_ptr<LoopJudges>> loop_judges(const std::string& task_path, bool feedback, const CommonFlags& common,
+                                                const EvalFlags& eval);
+
+// A candidate's analysis as the prompts get it: the measured lines (the verdict's own: the judge
+// profiles the candidate it judged, without evaluating it again), then the feedback text of
+// `kernelpro analyze` (with `extra_tools` run too), and the tools that made it. An error when it
+// did not pass the check. `judge`: the loop's judge, or its root() for a KernelBench reference
+// seed.
+Result<driver::Analysis> analyze_feedback(driver::Judge& judge, const ProfileSetup& setup,
+                                          const std::filesystem::path& candidate, const std::filesystem::path& cu,
+                                          const std::vector<std::string>& extra_tools);
 
 // The model side of a run: provider, client (its cache and call log in RUN_DIR), prompts and
 // the roles. `resume_hint`: the command that continues the run, for the manual provider's note.

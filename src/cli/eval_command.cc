@@ -7,6 +7,7 @@
 
 #include "cli/cli_support.h"
 #include "cli/commands.h"
+#include "driver/judge.h"
 #include "eval/evaluator.h"
 #include "task/kernelbench_loader.h"
 #include "task/native_task_loader.h"
@@ -32,8 +33,8 @@ int run_kernelbench_eval(const EvalFlags& flags, const CommonFlags& common) {
   o.build = build_options(common);
   o.eval = eval_options(flags, 5, 600);
   o.worker = python_worker_options(python, scratch->path());
-  eval::Evaluator evaluator(o);
-  auto result = evaluator.evaluate(*task, flags.candidate, flags.cu);
+  driver::Judge judge(o);
+  auto result = judge.evaluate(*task, flags.candidate, flags.cu);
   if (!result.ok()) return exit_for(result.error());
   return print_verdict(*task, *result, common.json,
                        fmt::format("\nNot run: KernelBench candidates run in `{} -m kernelpro_torch.worker`, which needs "
@@ -65,8 +66,8 @@ int run_eval(const EvalFlags& flags, const CommonFlags& common) {
   o.eval = eval_options(flags, 3, 120);
   o.worker.worker_path = common.worker.empty() ? self_dir() / "kp-worker" : fs::path(common.worker);
   o.worker.scratch_dir = scratch->path();
-  eval::Evaluator evaluator(o);
-  auto result = evaluator.evaluate(*task, *cand);
+  driver::Judge judge(o);
+  auto result = judge.evaluate(*task, *cand);
   if (!result.ok()) return exit_for(result.error());
   return print_verdict(*task, *result, common.json,
                        "\nNo GPU here: kernelpro built the reference and the candidate and reported their resources "

@@ -46,22 +46,22 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
   agent::Agents& agents = *(*setup)->agents;
   const agent::AgentOptions& aopts = (*setup)->options;
 
-  auto scratch = make_scratch("kernelpro-generate-", common.keep_scratch);
-  if (!scratch.ok()) return exit_for(scratch.error());
-  const eval::EvaluatorOptions eo = loop_evaluator_options(common, flags.eval, kernelbench, scratch->path());
-  eval::Evaluator evaluator(eo);
+  auto judges = loop_judges(flags.task, true, common, flags.eval);
+  if (!judges.ok()) return exit_for(judges.error());
+  LoopJudges& j = **judges;
   build::Builder drafts(build_options(common));
   const agent::CoderTools tools = draft_tools(drafts, run_dir, *task, common);
 
   driver::GenerateHooks hooks;
+  // One judge measures each candidate once; the analysis profiles it on the same worker.
   hooks.evaluate = [&](const fs::path& cu, const fs::path& py) -> Result<eval::EvalResult> {
-    if (kernelbench) return evaluator.evaluate(*task, py, cu);
-    return evaluator.evaluate(*task, cu);
+    if (kernelbench) return j.judge->evaluate(*task, py, cu);
+    return j.judge->evaluate(*task, cu);
   };
   hooks.analyze = [&](const fs::path& cu, const fs::path& py, const std::vector<std::string>& extra) {
     const bool reference_seed = kernelbench && task->seed_path && py == *task->seed_path;
-    return analyze_feedback(flags.task, kernelbench ? py : cu, kernelbench ? cu : fs::path(), extra, reference_seed, common,
-                            flags.eval);
+    driver::Judge& judge = reference_seed ? j.root() : *j.judge;
+    return analyze_feedback(judge, *j.profile, kernelbench ? py : cu, kernelbench ? cu : fs::path(), extra);
   };
   if (auto listed = driver::list_tools(analysis::default_rule_dirs()); listed.ok())
     for (const auto& t : *listed) hooks.tool_offers.push_back({t.value("name", ""), t.value("about", ""), false});
@@ -70,7 +70,7 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
   };
   driver::GenerateOptions go;
   go.run_dir = run_dir;
-  if (auto words = gpu_words(evaluator)) {
+  if (auto words = gpu_words(j.judge->evaluator())) {
     go.gpu = *words;
   } else {
     const std::string arch = common.arch.empty() ? std::string("sm_90a") : common.arch;

@@ -52,32 +52,23 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   llm::LlmClient& client = *(*setup)->client;
   hint = (*setup)->resume_hint;
 
-  auto scratch = make_scratch("kernelpro-optimize-", common.keep_scratch);
-  if (!scratch.ok()) return exit_for(scratch.error());
-  const eval::EvaluatorOptions eo = loop_evaluator_options(common, flags.eval, kernelbench, scratch->path());
-  eval::Evaluator evaluator(eo);
-  // The seed of a KernelBench problem is its reference, which calls only library code: it is
-  // timed by an evaluator that allows that, made only when it is needed.
-  std::unique_ptr<eval::Evaluator> root_evaluator;
+  auto judges = loop_judges(flags.task, flags.feedback != "none", common, flags.eval);
+  if (!judges.ok()) return exit_for(judges.error());
+  LoopJudges& j = **judges;
   build::Builder drafts(build_options(common));
   const agent::CoderTools tools = draft_tools(drafts, o.run_dir, *task, common);
 
   bool tty = false;
   driver::ModelSearchHooks hooks;
   hooks.progress = progress_printer(common, &tty);
+  // One judge measures each candidate once; the feedback profiles it on the same worker.
   hooks.evaluate = [&](const fs::path& cu, const fs::path& py, bool root) -> Result<eval::EvalResult> {
-    if (!kernelbench) return evaluator.evaluate(*task, cu);
-    if (!root) return evaluator.evaluate(*task, py, cu);
-    if (!root_evaluator) {
-      eval::EvaluatorOptions ro = eo;
-      ro.eval.library_only_ok = true;
-      root_evaluator = std::make_unique<eval::Evaluator>(ro);
-    }
-    return root_evaluator->evaluate(*task, py, cu);
+    if (!kernelbench) return j.judge->evaluate(*task, cu);
+    return (root ? j.root() : *j.judge).evaluate(*task, py, cu);
   };
   hooks.analyze = [&](const fs::path& cu, const fs::path& py, bool root) {
-    return analyze_feedback(flags.task, kernelbench ? py : cu, kernelbench ? cu : fs::path(), {}, kernelbench && root,
-                            common, flags.eval);
+    driver::Judge& judge = kernelbench && root ? j.root() : *j.judge;
+    return analyze_feedback(judge, *j.profile, kernelbench ? py : cu, kernelbench ? cu : fs::path(), {});
   };
   hooks.record = [&](const eval::EvalResult& r) { return report::eval_to_json(*task, r).dump(); };
   hooks.interrupted = [] { return g_model_interrupted.load(); };
@@ -91,7 +82,7 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
       (void)ahead.build(build::BuildRequest{cu, task->candidate_libraries, {}});
     };
 
-  if (auto words = gpu_words(evaluator)) {
+  if (auto words = gpu_words(j.judge->evaluator())) {
     o.gpu = *words;
   } else {
     const std::string arch = common.arch.empty() ? std::string("sm_90a") : common.arch;

@@ -13,6 +13,7 @@
 #include "build/builder.h"
 #include "cli/cli_support.h"
 #include "cli/commands.h"
+#include "driver/judge.h"
 #include "driver/optimize_session.h"
 #include "report/eval_report.h"
 #include "task/native_task_loader.h"
@@ -66,12 +67,12 @@ int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
 
   auto scratch = make_scratch("kernelpro-optimize-", common.keep_scratch);
   if (!scratch.ok()) return exit_for(scratch.error());
-  eval::Evaluator evaluator(loop_evaluator_options(common, flags.eval, false, scratch->path()));
+  driver::Judge judge(loop_evaluator_options(common, flags.eval, false, scratch->path()));
 
   bool tty = false;
   driver::OptimizeHooks hooks;
   hooks.progress = progress_printer(common, &tty);
-  hooks.evaluate = [&](const fs::path& cu) { return evaluator.evaluate(*task, cu); };
+  hooks.evaluate = [&](const fs::path& cu) { return judge.evaluate(*task, cu); };
   hooks.record = [&](const eval::EvalResult& r) { return report::eval_to_json(*task, r).dump(); };
   // Compiling ahead, with a builder of its own over the same cache and flags as the evaluator's.
   build::Builder ahead(build_options(common));

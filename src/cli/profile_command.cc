@@ -7,6 +7,7 @@
 
 #include "cli/cli_support.h"
 #include "cli/commands.h"
+#include "driver/judge.h"
 #include "driver/profile_session.h"
 #include "report/profile_report.h"
 
@@ -20,7 +21,8 @@ int run_profile(const ProfileFlags& flags, const CommonFlags& common) {
   const task::Task* task = &(*setup)->task;
   const fs::path& cand = (*setup)->candidate;
   const driver::ProfileSessionOptions& o = (*setup)->options;
-  auto page = driver::run_profile(*task, cand, flags.eval.cu, o, [&](const std::string& line) {
+  driver::Judge judge(driver::evaluator_options_for_profile(o));
+  auto page = judge.profile(*task, cand, flags.eval.cu, o, [&](const std::string& line) {
     if (!common.json) std::fprintf(stderr, "kernelpro: %s\n", line.c_str());
   });
   if (!page.ok()) return exit_for(page.error());
