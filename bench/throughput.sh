@@ -9,13 +9,18 @@
 #   BEFORE_KERNELPRO, AFTER_KERNELPRO: the two kernelpro binaries (each finds its kp-worker
 #   beside it); RELU_PROBLEM: KernelBench's level1/19_ReLU.py. ROWS (default "gelu transpose
 #   relu_fast relu_inline tuner model") picks rows; TUNER_MINUTES (default 1) caps the tuner.
+#   CACHE (default /tmp/kp-throughput): the builds' caches, CACHE/before and CACHE/after (one
+#   XDG_CACHE_HOME each; torch's extension builds are shared, the same source gives the same
+#   module). Each eval row runs once untimed first, so the timed run finds its build cached.
 # Writes OUT_DIR/results.jsonl (one line per row and build) and OUT_DIR/table.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BEFORE=$1 AFTER=$2 OUT=$3 RELU=$4
 ROWS=${ROWS:-"gelu transpose relu_fast relu_inline tuner model"}
 TUNER_MINUTES=${TUNER_MINUTES:-1}
-mkdir -p "$OUT"
+CACHE=${CACHE:-/tmp/kp-throughput}
+mkdir -p "$OUT" "$CACHE/after/kernelpro/build/torch_extensions" "$CACHE/before/kernelpro/build"
+ln -sfn "$CACHE/after/kernelpro/build/torch_extensions" "$CACHE/before/kernelpro/build/torch_extensions"
 : > "$OUT/results.jsonl"
 KB_HONEST=tests/data/kernelbench/honest
 
@@ -42,9 +47,9 @@ PY
   echo "throughput: $name $label $(python3 -c "print(f'{$t1-$t0:.1f}')") s (exit $rc)" >&2
 }
 
-for label in before after; do
+for label in ${BUILDS:-before after}; do
   kp=$BEFORE; [ "$label" = after ] && kp=$AFTER
-  export XDG_CACHE_HOME="$OUT/cache-$label" XDG_DATA_HOME="$OUT/data-$label"
+  export XDG_CACHE_HOME="$CACHE/$label" XDG_DATA_HOME="$CACHE/data-$label"
   for r in $ROWS; do
     case $r in
       gelu|transpose)

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Issue 27's figures on the GPU machine, in steps that fit the device tool's calls. Run from the
+# repo root there, carrying:
+#   gpu-carry     this build, packed by `BUILD=build SLIM=1 bash scripts/pack_gpu_build.sh`
+#   before-carry  the build of the commit before the judge (`bash scripts/pack_before_build.sh`):
+#                 its kernelpro, kp-worker and CUPTI libraries in build/, and the files they read
+#                 at run time (include/, python/, prompts/, rules/) from that commit
+#   kb            KernelBench's level1/19_ReLU.py (copied from shared/kernelbench)
+#   STEPS="throughput agree ctest python"   what to do, in this order (default: all)
+#   DEADLINE_S=560                           no step starts after this; each is cut at it
+# Writes $OUT/results.tgz and $OUT/summary.txt (the device tool returns eight files).
+set -u
+OUT=${OUT:-gpu-results}
+mkdir -p "$OUT" /work
+ln -sfn "$PWD" /work/main && ln -sfn "$PWD/gpu-carry/build" build && ln -sfn "$PWD/before-carry" /work/before
+cd /work/main
+export XDG_CACHE_HOME=/tmp/kpcache XDG_DATA_HOME=/tmp/kpdata LD_LIBRARY_PATH=$PWD/gpu-carry/lib PYTHONUNBUFFERED=1
+R=results
+mkdir -p "$R"
+start=$(date +%s)
+deadline=$((start + ${DEADLINE_S:-560}))
+left() { echo $((deadline - $(date +%s))); }
+# run NAME SECONDS CMD...: stdout to $R/NAME.out, stderr to $R/NAME.log, cut at the smaller of
+# SECONDS and the deadline; one line to the summary.
+run() {
+  local name=$1 limit=$2; shift 2
+  local l; l=$(left)
+  ((l < 10)) && { echo "$name: skipped, deadline" | tee -a "$R/summary.txt"; return; }
+  ((limit > l)) && limit=$l
+  local t0; t0=$(date +%s)
+  timeout -k 5 "$limit" "$@" > "$R/$name.out" 2> "$R/$name.log"
+  local rc=$?
+  echo "$name: rc=$rc ${limit}s-limit wall=$(($(date +%s) - t0))s $(tail -1 "$R/$name.log" | cut -c1-200)" | tee -a "$R/summary.txt"
+  nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader >> "$R/gpu_procs.txt" 2>&1
+}
+{
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv
+  python3 -c 'import torch; print("torch", torch.__version__)'
+  git log -1 --format='tree at %h %s' 2>/dev/null
+} > "$R/machine.txt" 2>&1
+cat "$R/machine.txt"
+for step in ${STEPS:-throughput agree ctest python}; do
+  case $step in
+    throughput)  # the issue's table, before and after, on this card
+      run throughput 540 bash bench/throughput.sh /work/before/build/kernelpro build/kernelpro "$R/throughput" kb/19_ReLU.py ;;
+    agree)  # the seven examples' seeds, timed by both builds: the medians must agree within 1%
+      for e in gelu softmax layernorm transpose reduce_sum gemm_bf16 gemm_bf16_cute; do
+        [ -d "examples/$e" ] || continue
+        run "agree-$e-after" 60 build/kernelpro eval "examples/$e" --json --no-energy
+        run "agree-$e-before" 60 /work/before/build/kernelpro eval "examples/$e" --json --no-energy
+      done ;;
+    ctest)  # the gpu tier (and e2e, which runs the real binaries on the GPU)
+      run ctest 560 ctest --test-dir build -L 'gpu|e2e' --output-on-failure --timeout 300 ;;
+    python)  # the KernelBench worker's GPU suite (anti-cheat corpus, the new timing tests)
+      run python_gpu 560 python3 python/tests/run_tests.py gpu ;;
+  esac
+done
+nvidia-smi > "$R/nvidia-smi-end.txt" 2>&1
+tar czf "$OUT/results.tgz" "$R" 2>/dev/null
+cp "$R/summary.txt" "$OUT/" 2>/dev/null
+[ -f "$R/throughput/table.md" ] && cp "$R/throughput/table.md" "$OUT/"
+exit 0
