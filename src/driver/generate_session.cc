@@ -1,6 +1,7 @@
 #include "driver/generate_session.h"
 
 #include "build/diagnostics.h"
+#include "driver/run_ledger.h"
 
 #include <algorithm>
 #include <optional>
@@ -268,12 +269,10 @@ Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agent
   for (int round = 0;; ++round) {
     attempt.dir = o.run_dir / fmt::format("attempt-{}", report.attempts.size() + 1);
     fs::create_directories(attempt.dir, ec);
-    const fs::path cu = files.cuda.empty() ? fs::path() : attempt.dir / "candidate.cu";
-    const fs::path py = files.python.empty() ? fs::path() : attempt.dir / "candidate.py";
-    if (!cu.empty())
-      if (Status s = write_file(cu.string(), files.cuda); !s) return s.error();
-    if (!py.empty())
-      if (Status s = write_file(py.string(), files.python); !s) return s.error();
+    auto paths = write_candidate_files(files, attempt.dir, "candidate");
+    if (!paths) return paths.error();
+    const fs::path& cu = paths->cu;
+    const fs::path& py = paths->py;
     const fs::path verdict_file = attempt.dir / "verdict.json";
     const std::string sha = files_sha(files);
     Verdict v;

@@ -2,19 +2,17 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <future>
-#include <list>
-#include <map>
-#include <mutex>
+#include <memory>
 #include <optional>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "driver/lanes.h"
+#include "driver/prompt_context.h"
+#include "driver/run_ledger.h"
 #include "search/strategy.h"
 #include "store/run_store.h"
-#include "util/source_text.h"
 #include "util/strings.h"
 
 namespace kp::driver {
@@ -28,61 +26,361 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// What the loop knows of a node beyond its measurement: its files and what its evaluation and
-// analysis said. Kept in the evaluation's report_json, so that a resumed run prompts the same.
-struct NodeFacts {
-  int64_t db_id = 0;
-  int64_t candidate = 0;
-  agent::CandidateFiles files;
-  std::string outcome = "ok";  // eval::Outcome by name
-  std::string reason;
-  std::string diagnostics;  // a failure's, for the debugger
-  std::string feedback;     // analyze's text on a passing candidate
-  std::string raw_metrics;  // its measured lines and raw counters
-  std::string bottleneck_class;
+// The loop of a run whose root is in the store: the strategy's picks become jobs in the
+// pipeline (lanes.h), whose results this thread takes back into the tree, the ledger
+// (run_ledger.h) and the facts the prompts are made of (prompt_context.h).
+class ModelLoop {
+ public:
+  ModelLoop(const task::Task& task, agent::Agents& agents, const ModelSearchHooks& hooks, const OptimizeOptions& o,
+            RunLedger& ledger, KnownVerdicts& verdicts, search::Tree& tree, PromptContext& prompts,
+            std::unique_ptr<search::Strategy> strategy)
+      : task_(task),
+        agents_(agents),
+        hooks_(hooks),
+        o_(o),
+        ledger_(ledger),
+        verdicts_(verdicts),
+        tree_(tree),
+        prompts_(prompts),
+        strategy_(std::move(strategy)),
+        spend_(hooks.llm_spent, hooks.llm_budget_spent),
+        pipeline_(pipeline_limits(o.in_flight, o.max_evaluations)) {}
+
+  // Runs until the strategy, the budget or a lane stops it. Returns why, or the run's error.
+  Result<StopReason> run();
+
+ private:
+  void say(const std::string& s) const {
+    if (hooks_.progress) hooks_.progress(s);
+  }
+  std::string status(const search::Measurement* just = nullptr) const {
+    std::string llm;
+    if (spend_.tracked()) {
+      const llm::Spend s = spend_.spend();
+      llm = fmt::format(", LLM {} calls ${:.2f}", s.calls, s.cost_usd);
+    }
+    return ledger_.status(tree_, just, llm);
+  }
+  std::optional<StopReason> over_budget() const { return ledger_.over_budget(spend_.over(), hooks_.interrupted); }
+  bool stopping() const { return failure_.has_value() || stopped_here_.has_value() || over_budget().has_value(); }
+  // A lane's step cannot finish here: the reason the user must act on first is kept.
+  void stop_here(StopReason why) { stopped_here_ = stopped_here_ ? first_to_act_on(*stopped_here_, why) : why; }
+  // An error from the model: a manual prompt unanswered or the LLM budget spent stop the run
+  // cleanly (resumable); anything else is the run's error.
+  void model_failed(const Error& e);
+
+  void fill();
+  Result<bool> dispatch();
+  void start_model(Job& j, const std::string& lessons);
+  Status take_model(Job& j);
+  Status take_gpu(Job& j);
+  Status record(Job& j, const store::EvaluationRow& row, NodeFacts f, bool known);
+  Status record_known(Job& j, const store::EvaluationRow& of);
+
+  const task::Task& task_;
+  agent::Agents& agents_;
+  const ModelSearchHooks& hooks_;
+  const OptimizeOptions& o_;
+  RunLedger& ledger_;
+  KnownVerdicts& verdicts_;
+  search::Tree& tree_;
+  PromptContext& prompts_;
+  std::unique_ptr<search::Strategy> strategy_;
+  std::optional<Error> failure_;
+  std::optional<StopReason> stopped_here_;
+  SpendSnapshot spend_;
+  Pipeline pipeline_;  // last: its lanes' work uses the members above, and is waited for first
 };
 
-std::string facts_json(const NodeFacts& f, const std::string& record) {
-  json j = {{"eval", json::parse(record.empty() ? "{}" : record, nullptr, false)},
-            {"diagnostics", f.diagnostics},
-            {"feedback", f.feedback},
-            {"raw_metrics", f.raw_metrics},
-            {"bottleneck_class", f.bottleneck_class}};
-  return j.dump();
+void ModelLoop::model_failed(const Error& e) {
+  if (e.code == ErrorCode::kPending) {
+    stop_here(StopReason::kPending);
+    ledger_.report().pending = e.message;
+  } else if (spend_.over()) {
+    stop_here(StopReason::kBudget);
+  } else {
+    failure_ = e;
+  }
 }
 
-void read_facts(const store::EvaluationRow& row, NodeFacts& f) {
-  f.outcome = row.outcome;
-  f.reason = row.reason;
-  const json j = json::parse(row.report_json, nullptr, false);
-  if (!j.is_object()) return;
-  f.diagnostics = j.value("diagnostics", "");
-  f.feedback = j.value("feedback", "");
-  f.raw_metrics = j.value("raw_metrics", "");
-  f.bottleneck_class = j.value("bottleneck_class", "");
+// The strategy's next expansions, while there is room in the pipeline and the budget. A job in
+// flight is a child in the tree, unmeasured, so that the strategy counts it against its
+// parent's widening.
+void ModelLoop::fill() {
+  while (!stopping() && pipeline_.has_room(ledger_.evaluated())) {
+    auto e = strategy_->next(tree_);
+    if (!e) return;
+    Job j;
+    j.parent = e->parent;
+    if (e->repair) {
+      j.step = ModelStep::kDebug;
+      j.dir = {search::EdgeKind::kRepair, prompts_.repair_direction(tree_, e->parent)};
+    } else {
+      j.step = ModelStep::kPlan;
+      j.dir = {search::EdgeKind::kIdea, ""};  // the planner's direction, once it has one
+    }
+    j.child = tree_.add(e->parent, j.dir);
+    prompts_.grow(tree_.size());
+    pipeline_.add(std::move(j));
+  }
 }
 
-search::EdgeKind edge_kind(const std::string& name) {
-  if (name == "repair") return search::EdgeKind::kRepair;
-  if (name == "finding") return search::EdgeKind::kFinding;
-  if (name == "tune") return search::EdgeKind::kTune;
-  return search::EdgeKind::kIdea;
+// The model lane's next step for `j`, its prompt rendered here from the tree as it is now.
+// `lessons`: what the planner gets of the lessons (a plan step only).
+void ModelLoop::start_model(Job& j, const std::string& lessons) {
+  agent::TaskBrief b = prompts_.brief_for(j.parent);
+  const std::string feedback = prompts_.feedback_for(j.parent);
+  Job* job = &j;
+  std::function<void()> work;
+  switch (j.step) {
+    case ModelStep::kDebug: {
+      const NodeFacts& parent = prompts_.facts(j.parent);
+      say(fmt::format("debugger: fixing the {} | {}", parent.outcome, status()));
+      work = [this, job, b, files = parent.files, outcome = parent.outcome, diag = parent.diagnostics] {
+        const auto tl = Clock::now();
+        job->written = agents_.debug(b, files, outcome, diag);
+        job->model_s = since(tl);
+      };
+      break;
+    }
+    case ModelStep::kPlan: {
+      say(fmt::format("planner: choosing a direction from node {} | {}", j.parent, status()));
+      work = [this, job, b, feedback, lessons, past = prompts_.history(tree_, j.parent)] {
+        const auto tl = Clock::now();
+        job->plan = agents_.plan(b, feedback, lessons, past);
+        job->model_s = since(tl);
+      };
+      break;
+    }
+    case ModelStep::kWrite: {
+      say(fmt::format("coder: {} | {}", j.dir.text.substr(0, 100), status()));
+      work = [this, job, b, feedback] {
+        const auto tl = Clock::now();
+        job->written = agents_.write(b, job->dir.text, feedback, hooks_.tools);
+        job->model_s = since(tl);
+      };
+      break;
+    }
+  }
+  pipeline_.start(Lane::kModel, j, [this, work = std::move(work)] {
+    work();
+    spend_.update();
+  });
 }
 
-std::string lesson_line(const store::Lesson& l) {
-  std::string result = l.outcome;
-  if (l.time_ratio > 0) result += fmt::format(", {:.2f}x the time of its parent", 1.0 / l.time_ratio);
-  if (l.energy_ratio > 0) result += fmt::format(", {:.2f}x the energy", 1.0 / l.energy_ratio);
-  return fmt::format("- {}{}: {} ({}){}", l.task.empty() ? "" : "[" + l.task + "] ", l.direction, result,
-                     l.bottleneck_class.empty() ? "class unknown" : l.bottleneck_class,
-                     l.evidence.empty() ? "" : "; " + l.evidence);
+// Starts each free lane on its oldest job; false when none could start.
+Result<bool> ModelLoop::dispatch() {
+  bool started = false;
+  if (!pipeline_.busy(Lane::kModel)) {
+    if (Job* j = pipeline_.oldest_in(Lane::kModel)) {
+      std::string lessons;
+      if (j->step == ModelStep::kPlan) {
+        KP_TRY(auto all, ledger_.store().lessons_in_order());
+        lessons = prompts_.lessons(all);
+      }
+      start_model(*j, lessons);
+      started = true;
+    }
+  }
+  if (!pipeline_.busy(Lane::kBuild)) {
+    if (Job* j = pipeline_.oldest_in(Lane::kBuild)) {
+      pipeline_.start(Lane::kBuild, *j, [this, j] {
+        const auto tb = Clock::now();
+        hooks_.prebuild(j->cu);
+        j->build_s = since(tb);
+      });
+      started = true;
+    }
+  }
+  while (!pipeline_.busy(Lane::kGpu)) {
+    Job* j = pipeline_.oldest_in(Lane::kGpu);
+    if (!j) break;
+    // Another job with the same code may have been measured since this one was written.
+    if (const store::EvaluationRow* of = verdicts_.find(j->cand, j->files)) {
+      KP_TRY_STATUS(record_known(*j, *of));
+      pipeline_.drop(*j);
+      started = true;
+      continue;
+    }
+    say(fmt::format("evaluating candidate {} | {}", j->cand, status()));
+    const bool profile = hooks_.analyze && prompts_.profiles();
+    pipeline_.start(Lane::kGpu, *j, [this, j, profile] {
+      j->result = hooks_.evaluate(j->cu, j->py, false);
+      if (profile && *j->result && (*j->result)->outcome == eval::Outcome::kOk) {
+        const auto ta = Clock::now();
+        j->analysis = hooks_.analyze(j->cu, j->py, false);
+        j->analyze_s = since(ta);
+      }
+    });
+    started = true;
+  }
+  return started;
 }
 
-std::string result_words(const search::Node& n, const search::Node& root, const std::string& outcome) {
-  if (!n.measured) return "in flight";
-  if (!n.measured->ok) return outcome;
-  return fmt::format("ok, {:.4g} ms, {:.2f}x the seed", n.measured->seconds * 1e3,
-                     root.measured->seconds / n.measured->seconds);
+// A measured child: into the tree and the store (the node and its verdict in one transaction:
+// a kill after this loses nothing), with its lesson.
+Status ModelLoop::record(Job& j, const store::EvaluationRow& row, NodeFacts f, bool known) {
+  store::RunStore& store = ledger_.store();
+  read_facts(row, f);
+  const search::Measurement m{eval::outcome_from_string(row.outcome) == eval::Outcome::kOk, row.seconds, row.joules};
+  const NodeFacts& parent = prompts_.facts(j.parent);
+  KP_TRY(int64_t node, store.add_node({0, parent.db_id, search::to_string(j.dir.kind), j.dir.text, j.cand, false}));
+  KP_TRY_STATUS(store.record_evaluation(node, row, m.ok, m.seconds, m.joules));
+  f.db_id = node;
+  if (known) ++ledger_.report().duplicates;
+  const search::Measurement& before = *tree_.node(j.parent).measured;
+  store::Lesson lesson{task_.name,
+                       task_.category,
+                       parent.bottleneck_class,
+                       j.dir.text,
+                       join(j.actions, ","),
+                       row.outcome,
+                       0,
+                       0,
+                       !m.ok       ? row.reason.substr(0, 200)
+                       : before.ok ? fmt::format("{:.4g} ms -> {:.4g} ms", before.seconds * 1e3, m.seconds * 1e3)
+                                   : fmt::format("fixed: {:.4g} ms", m.seconds * 1e3)};
+  set_change_ratios(lesson, before, m);
+  KP_TRY(int64_t lesson_id, store.add_lesson(lesson));
+  (void)lesson_id;
+  say(measured_line(j.dir.text.substr(0, 80), row.outcome, m, tree_.node(0).measured->seconds, row.reason,
+                    status(&m)));
+  tree_.node(j.child).via = j.dir;
+  tree_.measure(j.child, m);
+  search::prune(tree_, j.parent, o_.search);
+  prompts_.facts(j.child) = std::move(f);
+  const search::Node& p = tree_.node(j.parent);
+  return store.set_node_flags(prompts_.facts(j.parent).db_id, p.closed, p.exhausted);
+}
+
+// A job whose code was measured: a node with that verdict, and no evaluation.
+Status ModelLoop::record_known(Job& j, const store::EvaluationRow& of) {
+  say(of.candidate == j.cand
+          ? fmt::format("candidate {} has the files of one already evaluated: its verdict stands", j.cand)
+          : fmt::format("candidate {} has the code of candidate {} (comments and spacing aside): its verdict stands",
+                        j.cand, of.candidate));
+  NodeFacts f;
+  f.files = j.files;
+  f.candidate = j.cand;
+  store::EvaluationRow row = of;
+  row.candidate = j.cand;
+  verdicts_.add(j.cand, row);
+  return record(j, row, std::move(f), true);
+}
+
+// Takes back what the model lane made: a plan (the job waits for the coder), or files (the job
+// goes to the compiler or the GPU, unless their code was measured).
+Status ModelLoop::take_model(Job& j) {
+  ledger_.report().llm_s += j.model_s;
+  if (j.step == ModelStep::kPlan) {
+    auto plan = std::move(*j.plan);
+    j.plan.reset();
+    if (!plan) {
+      model_failed(plan.error());
+      pipeline_.drop(j);
+      return ok_status();
+    }
+    j.step = ModelStep::kWrite;
+    j.dir.text = plan->direction;
+    j.actions = plan->actions;
+    tree_.node(j.child).via.text = plan->direction;
+    return ok_status();
+  }
+  auto written = std::move(*j.written);
+  j.written.reset();
+  if (!written) {
+    model_failed(written.error());
+    pipeline_.drop(j);
+    return ok_status();
+  }
+  j.files = written->files;
+  KP_TRY(j.cand, ledger_.store().add_candidate(j.files.cuda, j.files.python));
+  if (const store::EvaluationRow* of = verdicts_.find(j.cand, j.files)) {
+    KP_TRY_STATUS(record_known(j, *of));
+    pipeline_.drop(j);
+    return ok_status();
+  }
+  KP_TRY(auto paths, ledger_.write_candidate(j.cand, j.files));
+  j.cu = paths.cu;
+  j.py = paths.py;
+  j.stage = hooks_.prebuild && !j.cu.empty() ? Lane::kBuild : Lane::kGpu;
+  return ok_status();
+}
+
+// Takes back what the GPU lane made: the verdict (and analysis) of a candidate.
+Status ModelLoop::take_gpu(Job& j) {
+  auto result = std::move(*j.result);
+  if (!result) {
+    failure_ = result.error();
+    pipeline_.drop(j);
+    return ok_status();
+  }
+  const eval::EvalResult& r = *result;
+  ledger_.add_times(r);
+  if (r.outcome == eval::Outcome::kNotRun) {
+    stop_here(StopReason::kNoGpu);
+    pipeline_.drop(j);
+    return ok_status();
+  }
+  ledger_.count_evaluation();
+  const auto m = measurement_of(r);
+  NodeFacts f;
+  f.files = j.files;
+  f.candidate = j.cand;
+  f.outcome = eval::to_string(r.outcome);
+  if (m.ok) {
+    ledger_.report().analyze_s += j.analyze_s;
+    if (j.analysis && *j.analysis)
+      f.set_analysis(**j.analysis);
+    else if (j.analysis)
+      say("analyze: not profiled (" + j.analysis->error().message + ")");
+  } else {
+    f.diagnostics = failure_diagnostics(r);
+    // A failure has no class: its repair's lesson is of its parent's.
+    f.bottleneck_class = prompts_.facts(j.parent).bottleneck_class;
+  }
+  store::EvaluationRow row{j.cand,
+                           f.outcome,
+                           r.reason,
+                           m.seconds,
+                           m.joules,
+                           r.speedup_vs_reference,
+                           facts_json(f, hooks_.record ? hooks_.record(r) : "")};
+  verdicts_.add(j.cand, row, &j.files);
+  KP_TRY_STATUS(record(j, row, std::move(f), false));
+  pipeline_.drop(j);
+  return ok_status();
+}
+
+Result<StopReason> ModelLoop::run() {
+  for (;;) {
+    if (!stopping()) {
+      fill();
+      auto started = dispatch();
+      if (!started) failure_ = started.error();
+    }
+    if (pipeline_.idle()) {
+      if (stopping() || pipeline_.empty()) break;
+      continue;  // dispatch can start a lane for any job left: it does on the next turn
+    }
+    pipeline_.wait();
+    Status taken = ok_status();
+    if (Job* j = pipeline_.take(Lane::kModel)) taken = take_model(*j);
+    if (taken) {
+      if (Job* j = pipeline_.take(Lane::kBuild)) {
+        ledger_.report().ahead_s += j->build_s;
+        ++ledger_.report().built_ahead;
+        j->stage = Lane::kGpu;
+      }
+    }
+    if (taken) {
+      if (Job* j = pipeline_.take(Lane::kGpu)) taken = take_gpu(*j);
+    }
+    if (!taken) failure_ = taken.error();
+  }
+  if (failure_) return *failure_;
+  if (stopped_here_) return *stopped_here_;
+  return over_budget().value_or(StopReason::kExhausted);
 }
 
 }  // namespace
@@ -93,9 +391,7 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
   auto say = [&](const std::string& s) {
     if (hooks.progress) hooks.progress(s);
   };
-  if (o.feedback != "tools" && o.feedback != "raw-metrics" && o.feedback != "none")
-    return make_error(ErrorCode::kInvalidInput,
-                      fmt::format("--feedback {}: expected tools, raw-metrics or none", o.feedback));
+  KP_TRY(const FeedbackMode feedback, feedback_mode_from_string(o.feedback));
   if (!task.seed_path)
     return make_error(ErrorCode::kInvalidInput,
                       fmt::format("{}: no seed to start from (a native task needs seed.cu)", task.name));
@@ -105,602 +401,89 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
   const agent::CandidateFiles seed_files =
       kernelbench ? agent::CandidateFiles{"", seed_text} : agent::CandidateFiles{seed_text, ""};
 
-  KP_TRY(auto store, open_run_store(task, o, "model"));
+  KP_TRY(RunLedger ledger, RunLedger::open(task, o, RunMode::kModel, t0));
+  store::RunStore& store = ledger.store();
   KP_TRY(auto rows, store.nodes());
-
-  OptimizeReport report;
-  int evaluated = 0;
-  std::error_code ec;
-  fs::create_directories(o.run_dir / "candidates", ec);
-  if (ec) return make_error(ErrorCode::kIo, fmt::format("creating {}: {}", o.run_dir.string(), ec.message()));
-
-  // A candidate's files on disk, named by its store id.
-  auto write_files = [&](int64_t cand, const agent::CandidateFiles& f) -> Result<std::pair<fs::path, fs::path>> {
-    fs::path cu, py;
-    if (!f.cuda.empty()) {
-      cu = o.run_dir / "candidates" / fmt::format("{}.cu", cand);
-      KP_TRY_STATUS(write_file(cu.string(), f.cuda));
-    }
-    if (!f.python.empty()) {
-      py = o.run_dir / "candidates" / fmt::format("{}.py", cand);
-      KP_TRY_STATUS(write_file(py.string(), f.python));
-    }
-    return std::make_pair(cu, py);
-  };
-  // Profiles a passing candidate for the prompts (not with --feedback none).
-  auto analyze_into = [&](const fs::path& cu, const fs::path& py, bool root, NodeFacts& f) {
-    if (!hooks.analyze || o.feedback == "none") return;
-    const auto ta = Clock::now();
-    say(fmt::format("analyze: profiling {} for the planner", root ? "the seed" : "the candidate"));
-    if (auto a = hooks.analyze(cu, py, root)) {
-      f.feedback = a->feedback;
-      f.raw_metrics = a->raw_metrics;
-      f.bottleneck_class = a->bottleneck_class;
-    } else {
-      say("analyze: not profiled (" + a.error().message + ")");
-    }
-    report.analyze_s += since(ta);
-  };
 
   if (rows.empty()) {
     say(fmt::format("seed: evaluating {}", task.seed_path->string()));
     KP_TRY(int64_t cand, store.add_candidate(seed_files.cuda, seed_files.python));
-    KP_TRY(auto paths, write_files(cand, seed_files));
-    KP_TRY(eval::EvalResult r, hooks.evaluate(paths.first, paths.second, true));
-    ++evaluated;
-    report.build_s += r.build_seconds;
-    report.worker_s += r.worker_seconds;
-    if (r.outcome == eval::Outcome::kNotRun) {
-      report.stopped = "no_gpu";
-      report.evaluated = evaluated;
-      return report;
-    }
+    KP_TRY(auto paths, ledger.write_candidate(cand, seed_files));
+    KP_TRY(eval::EvalResult r, hooks.evaluate(paths.cu, paths.py, true));
+    ledger.count_evaluation();
+    ledger.add_times(r);
+    if (r.outcome == eval::Outcome::kNotRun) return ledger.stop_at_seed(StopReason::kNoGpu);
     if (r.outcome != eval::Outcome::kOk)
       return make_error(ErrorCode::kInvalidInput,
                         fmt::format("the seed does not pass ({}: {}): fix it before optimizing from it",
                                     eval::to_string(r.outcome), r.reason));
+    // Profiled for the prompts (not with --feedback none).
     NodeFacts f;
-    analyze_into(paths.first, paths.second, true, f);
+    if (hooks.analyze && feedback != FeedbackMode::kNone) {
+      const auto ta = Clock::now();
+      say("analyze: profiling the seed for the planner");
+      if (auto a = hooks.analyze(paths.cu, paths.py, true))
+        f.set_analysis(*a);
+      else
+        say("analyze: not profiled (" + a.error().message + ")");
+      ledger.report().analyze_s += since(ta);
+    }
     // The lessons of earlier runs, chosen once by the seed's class: a resumed run prompts with
     // the same ones, whatever the memory has learned since.
-    std::string memory_lessons;
-    std::error_code mec;
-    if (!o.memory.empty() && o.memory_lessons > 0 && fs::exists(o.memory, mec)) {
-      if (auto mem = store::RunStore::open(o.memory, store::RunStore::Access::kReader)) {
-        if (auto ls = mem->lessons(f.bottleneck_class, task.category, o.memory_lessons))
-          for (const auto& l : *ls) memory_lessons += lesson_line(l) + "\n";
-      } else {
-        say("memory: not read (" + mem.error().message + ")");
-      }
-    }
-    KP_TRY_STATUS(store.set_meta("task", task.name));
-    KP_TRY_STATUS(store.set_meta("mode", "model"));
-    KP_TRY_STATUS(store.set_meta("gpu", o.gpu));
-    KP_TRY_STATUS(store.set_meta("memory_lessons", memory_lessons));
-    KP_TRY_STATUS(store.set_meta("reference_seconds", fmt::format("{:.17g}", r.reference_seconds)));
-    const auto m = measurement_of(r);
-    KP_TRY(int64_t root, store.add_node({0, -1, "root", "the seed", cand, false}));
-    KP_TRY_STATUS(store.record_evaluation(root,
-                                          {cand, "ok", "", m.seconds, m.joules, r.speedup_vs_reference,
-                                           facts_json(f, hooks.record ? hooks.record(r) : "")},
-                                          true, m.seconds, m.joules));
+    const std::string memory_lessons =
+        memory_lessons_text(o.memory, f.bottleneck_class, task.category, o.memory_lessons, say);
+    KP_TRY_STATUS(ledger.record_root(task, RunMode::kModel, cand, "the seed", r,
+                                     facts_json(f, hooks.record ? hooks.record(r) : ""),
+                                     {{"gpu", o.gpu}, {"memory_lessons", memory_lessons}}));
     KP_TRY(rows, store.nodes());
   }
 
   // The tree and the facts, rebuilt from the store in the order they were made.
-  std::map<int64_t, store::EvaluationRow> verdict;  // by candidate: a candidate is measured once
-  std::map<std::string, int64_t> by_code;           // a measured candidate by its code_key
-  {
-    KP_TRY(auto evals, store.evaluations());
-    for (auto& e : evals) verdict[e.candidate] = std::move(e);
-    for (const auto& [id, row] : verdict) {
-      KP_TRY(auto files, store.candidate(id));
-      by_code.emplace(code_key(files.first, files.second), id);
-    }
-  }
-  const search::Measurement reference{true, std::stod(store.meta("reference_seconds").value_or("0")), 0};
-  const std::string gpu = store.meta("gpu").value_or(o.gpu);
-  const std::string memory_lessons = store.meta("memory_lessons").value_or("");
-  const auto& root_row = rows.front();
-  search::Tree tree({root_row.ok, root_row.seconds, root_row.joules}, reference, o.reward);
-  std::vector<NodeFacts> facts;
-  auto load_facts = [&](const store::NodeRow& row) -> Result<NodeFacts> {
-    NodeFacts f;
-    f.db_id = row.id;
-    f.candidate = row.candidate;
-    KP_TRY(auto files, store.candidate(row.candidate));
-    f.files = {files.first, files.second};
-    if (auto v = verdict.find(row.candidate); v != verdict.end()) read_facts(v->second, f);
-    return f;
-  };
-  KP_TRY(NodeFacts root_facts, load_facts(root_row));
-  facts.push_back(std::move(root_facts));
-  std::map<int64_t, int> tree_id{{root_row.id, 0}};
-  for (size_t i = 1; i < rows.size(); ++i) {
-    const auto& r = rows[i];
-    if (!r.measured) continue;  // in flight when the run stopped: asked again
-    auto parent = tree_id.find(r.parent);
-    if (parent == tree_id.end()) continue;
-    const int id = tree.add(parent->second, {edge_kind(r.kind), r.direction});
-    tree.measure(id, {r.ok, r.seconds, r.joules});
-    tree.node(id).closed = r.closed;
-    tree.node(id).exhausted = r.exhausted;
-    tree_id[r.id] = id;
-    KP_TRY(NodeFacts f, load_facts(r));
-    facts.push_back(std::move(f));
-  }
-  tree.node(0).closed = root_row.closed;
-  tree.node(0).exhausted = root_row.exhausted;
+  KP_TRY(KnownVerdicts verdicts, KnownVerdicts::load(store));
+  KP_TRY(agent::TaskBrief brief, task_brief(task, store.meta("gpu").value_or(o.gpu)));
+  PromptContext prompts(std::move(brief), kind, feedback, store.meta("memory_lessons").value_or(""));
+  KP_TRY(search::Tree tree, replay_tree(
+                                rows, ledger.reference(), o.reward,
+                                [](const std::string& k) {
+                                  const auto e = search::edge_kind_from_string(k);
+                                  return e && *e != search::EdgeKind::kRoot ? *e : search::EdgeKind::kIdea;
+                                },
+                                [&](const store::NodeRow& row, int) -> Status {
+                                  NodeFacts f;
+                                  f.db_id = row.id;
+                                  f.candidate = row.candidate;
+                                  KP_TRY(auto files, store.candidate(row.candidate));
+                                  f.files = {files.first, files.second};
+                                  if (const auto* v = verdicts.of(row.candidate)) read_facts(*v, f);
+                                  prompts.add(std::move(f));
+                                  return ok_status();
+                                }));
   if (tree.size() > 1) say(fmt::format("resume: {} candidates measured before", tree.size()));
 
-  KP_TRY(agent::TaskBrief brief, task_brief(task, gpu));
-  // What was tried on the way to `id` and from it, for the planner.
-  auto history = [&](const search::Tree& t, int id) {
-    std::vector<int> path;
-    for (int n = id; n > 0; n = t.node(n).parent) path.push_back(n);
-    std::string out;
-    for (auto it = path.rbegin(); it != path.rend(); ++it)
-      out += fmt::format("- (how this candidate was made) {}: {}\n", t.node(*it).via.text,
-                         result_words(t.node(*it), t.node(0), facts[static_cast<size_t>(*it)].outcome));
-    for (int c : t.node(id).children) {
-      const search::Node& ch = t.node(c);
-      if (!ch.measured) {
-        // In flight: its direction once the planner gave it, so that the next is another.
-        if (!ch.via.text.empty()) out += fmt::format("- (being tried now from this candidate) {}\n", ch.via.text);
-        continue;
-      }
-      out += fmt::format("- (tried from this candidate) {}: {}\n", ch.via.text,
-                         result_words(ch, t.node(0), facts[static_cast<size_t>(c)].outcome));
-    }
-    return out;
-  };
-  auto lessons_text = [&]() -> Result<std::string> {
-    KP_TRY(auto all, store.lessons_in_order());
-    std::string out;
-    const size_t from = all.size() > 12 ? all.size() - 12 : 0;
-    for (size_t i = from; i < all.size(); ++i) out += lesson_line(all[i]) + "\n";
-    if (!memory_lessons.empty()) out += "From earlier runs:\n" + memory_lessons;
-    return out;
-  };
-  std::optional<Error> failure;
-  std::string stopped_here;  // "no_gpu", "pending", "budget": a step in flight cannot finish here
-  // Lanes may stop for different reasons at once: the one the user must act on first is kept (a
-  // GPU to evaluate on, then a prompt to answer).
-  auto stop_here = [&](const std::string& why) {
-    static const std::vector<std::string> rank = {"no_gpu", "pending", "budget"};
-    auto at = [&](const std::string& w) { return std::find(rank.begin(), rank.end(), w) - rank.begin(); };
-    if (stopped_here.empty() || at(why) < at(stopped_here)) stopped_here = why;
-  };
-  // The client is used by the model lane only while it runs; this thread reads what it spent
-  // from these, updated after each of the lane's steps.
-  std::mutex spend_mu;
-  llm::Spend spend_now = hooks.llm_spent ? hooks.llm_spent() : llm::Spend{};
-  bool llm_over = hooks.llm_budget_spent && hooks.llm_budget_spent();
-  auto status = [&](const search::Tree& t, const search::Measurement* just = nullptr) {
-    double best = t.node(t.best()).measured->seconds;
-    if (just && just->ok && just->seconds > 0 && just->seconds < best) best = just->seconds;
-    std::string llm;
-    if (hooks.llm_spent) {
-      std::lock_guard lock(spend_mu);
-      llm = fmt::format(", LLM {} calls ${:.2f}", spend_now.calls, spend_now.cost_usd);
-    }
-    return fmt::format("best {:.2f}x the seed | {}/{} evaluated, {:.0f} s, GPU {:.0f} s{}",
-                       t.node(0).measured->seconds / best, evaluated, o.max_evaluations, since(t0), report.worker_s,
-                       llm);
-  };
-  auto over_budget = [&]() -> std::string {
-    if (evaluated >= o.max_evaluations) return "budget";
-    if (o.max_wall_s > 0 && since(t0) >= o.max_wall_s) return "budget";
-    if (o.max_gpu_s > 0 && report.worker_s >= o.max_gpu_s) return "budget";
-    {
-      std::lock_guard lock(spend_mu);
-      if (llm_over) return "budget";
-    }
-    if (hooks.interrupted && hooks.interrupted()) return "interrupted";
-    return "";
-  };
-  // An error from the model: a manual prompt unanswered or the LLM budget spent stop the run
-  // cleanly (resumable); anything else is the run's error.
-  auto model_failed = [&](const Error& e) {
-    std::lock_guard lock(spend_mu);
-    if (e.code == ErrorCode::kPending) {
-      stop_here("pending");
-      report.pending = e.message;
-    } else if (llm_over) {
-      stop_here("budget");
-    } else {
-      failure = e;
-    }
-  };
-  auto stopping = [&] { return failure.has_value() || !stopped_here.empty() || !over_budget().empty(); };
-
   KP_TRY(auto strategy, search::make_strategy(o.strategy, o.search));
-  // The pipeline (OptimizeOptions::in_flight): up to that many children at once, each a job that
-  // goes through the model (plan and write, or debug), the compiler (into the build cache) and
-  // the GPU (evaluate, then analyze). Each stage is a lane that works on one job at a time on a
-  // thread of its own, so the model writes one candidate while the GPU measures another. This
-  // thread alone touches the tree, the store and the facts: it prepares each lane's work (the
-  // prompts are rendered here, from the tree as it is then) and takes back what the lane made.
-  // Jobs go through each lane oldest first. A job in flight is a child in the tree, unmeasured,
-  // so that the strategy counts it against its parent's widening.
-  enum class Stage { kModel, kBuild, kGpu };
-  struct Job {
-    int child = 0, parent = 0;
-    bool repair = false, planned = false;
-    Stage stage = Stage::kModel;
-    search::Direction dir;
-    std::vector<std::string> actions;
-    agent::CandidateFiles files;
-    int64_t cand = 0;
-    fs::path cu, py;
-    // Handed back by the lanes.
-    std::optional<Result<agent::Plan>> plan;
-    std::optional<Result<agent::CoderResult>> written;
-    std::optional<Result<eval::EvalResult>> result;
-    std::optional<Result<Analysis>> analysis;
-    double model_s = 0, build_s = 0, analyze_s = 0;
-  };
-  struct Lane {
-    Job* job = nullptr;
-    std::future<void> work;
-  };
-  // Declared before the lanes, whose work uses them: a lane's future waits for its work when
-  // it is destroyed.
-  std::list<Job> jobs;
-  std::mutex lane_mu;
-  std::condition_variable lane_cv;
-  int lanes_done = 0;  // lanes finished and not yet taken back
-  Lane model_lane, build_lane, gpu_lane;
-  auto launch = [&](Lane& lane, Job& job, std::function<void()> work) {
-    lane.job = &job;
-    lane.work = std::async(std::launch::async, [&, work = std::move(work)] {
-      work();
-      {
-        std::lock_guard lock(lane_mu);
-        ++lanes_done;
-      }
-      lane_cv.notify_one();
-    });
-  };
-  const int width = std::max(1, o.in_flight);
-  const int max_children = 4 * o.max_evaluations;  // duplicates cost no evaluation: counted apart
-  int made = 0;
-
-  // A measured child: into the tree and the store (the node and its verdict in one transaction:
-  // a kill after this loses nothing), with its lesson.
-  auto record = [&](Job& j, const store::EvaluationRow& row, NodeFacts f, bool known) -> Status {
-    read_facts(row, f);
-    const search::Measurement m{row.outcome == "ok", row.seconds, row.joules};
-    const NodeFacts& parent = facts[static_cast<size_t>(j.parent)];
-    KP_TRY(int64_t node, store.add_node({0, parent.db_id, search::to_string(j.dir.kind), j.dir.text, j.cand, false}));
-    KP_TRY_STATUS(store.record_evaluation(node, row, m.ok, m.seconds, m.joules));
-    f.db_id = node;
-    if (known) ++report.duplicates;
-    const search::Measurement& before = *tree.node(j.parent).measured;
-    store::Lesson lesson{task.name,
-                         task.category,
-                         parent.bottleneck_class,
-                         j.dir.text,
-                         join(j.actions, ","),
-                         row.outcome,
-                         m.ok && before.ok && m.seconds > 0 ? before.seconds / m.seconds : 0,
-                         m.ok && m.joules > 0 && before.joules > 0 ? before.joules / m.joules : 0,
-                         !m.ok       ? row.reason.substr(0, 200)
-                         : before.ok ? fmt::format("{:.4g} ms -> {:.4g} ms", before.seconds * 1e3, m.seconds * 1e3)
-                                     : fmt::format("fixed: {:.4g} ms", m.seconds * 1e3)};
-    KP_TRY(int64_t lesson_id, store.add_lesson(lesson));
-    (void)lesson_id;
-    say(fmt::format(
-        "{}: {}{} | {}", j.dir.text.substr(0, 80), row.outcome,
-        m.ok ? fmt::format(" {:.4g} ms, {:.2f}x the seed", m.seconds * 1e3, tree.node(0).measured->seconds / m.seconds)
-             : " (" + row.reason.substr(0, 120) + ")",
-        status(tree, &m)));
-    tree.node(j.child).via = j.dir;
-    tree.measure(j.child, m);
-    search::prune(tree, j.parent, o.search);
-    facts[static_cast<size_t>(j.child)] = std::move(f);
-    const search::Node& p = tree.node(j.parent);
-    KP_TRY_STATUS(store.set_node_flags(parent.db_id, p.closed, p.exhausted));
-    return ok_status();
-  };
-  // The verdict of a measured candidate with the same files, or the same code (comments and
-  // spacing aside: util/source_text.h); null when there is none and the job must be measured.
-  auto known_verdict = [&](const Job& j) -> const store::EvaluationRow* {
-    if (auto v = verdict.find(j.cand); v != verdict.end()) return &v->second;
-    if (auto c = by_code.find(code_key(j.files.cuda, j.files.python)); c != by_code.end()) return &verdict.at(c->second);
-    return nullptr;
-  };
-  // A job whose code was measured: a node with that verdict, and no evaluation.
-  auto record_known = [&](Job& j, const store::EvaluationRow& of) -> Status {
-    say(of.candidate == j.cand
-            ? fmt::format("candidate {} has the files of one already evaluated: its verdict stands", j.cand)
-            : fmt::format("candidate {} has the code of candidate {} (comments and spacing aside): its verdict stands",
-                          j.cand, of.candidate));
-    NodeFacts f;
-    f.files = j.files;
-    f.candidate = j.cand;
-    store::EvaluationRow row = of;
-    row.candidate = j.cand;
-    verdict[j.cand] = row;
-    return record(j, row, std::move(f), true);
-  };
-  auto drop = [&](Job& j) { jobs.remove_if([&](const Job& x) { return &x == &j; }); };
-
-  // The strategy's next expansions, while there is room in the pipeline and the budget.
-  auto fill = [&]() {
-    while (!stopping() && static_cast<int>(jobs.size()) < width &&
-           evaluated + static_cast<int>(jobs.size()) < o.max_evaluations && made < max_children) {
-      auto e = strategy->next(tree);
-      if (!e) return;
-      Job j;
-      j.parent = e->parent;
-      j.repair = e->repair;
-      if (e->repair)
-        j.dir = {search::EdgeKind::kRepair, "repair the " + facts[static_cast<size_t>(e->parent)].outcome +
-                                                " of: " + tree.node(e->parent).via.text};
-      else
-        j.dir = {search::EdgeKind::kIdea, ""};  // the planner's direction, once it has one
-      j.child = tree.add(e->parent, j.dir);
-      facts.resize(tree.size());
-      ++made;
-      jobs.push_back(std::move(j));
-    }
-  };
-  auto first_in = [&](Stage s) -> Job* {
-    for (auto& j : jobs)
-      if (j.stage == s) return &j;
-    return nullptr;
-  };
-  // Starts each free lane on its oldest job; false when none could start.
-  auto dispatch = [&]() -> Result<bool> {
-    bool started = false;
-    if (!model_lane.job) {
-      if (Job* j = first_in(Stage::kModel)) {
-        const NodeFacts& parent = facts[static_cast<size_t>(j->parent)];
-        agent::TaskBrief b = brief;
-        b.current = agent::show_files(parent.files, kind);
-        const std::string feedback = o.feedback == "tools"         ? parent.feedback
-                                     : o.feedback == "raw-metrics" ? parent.raw_metrics
-                                                                   : std::string();
-        std::function<void()> work;
-        if (j->repair) {
-          say(fmt::format("debugger: fixing the {} | {}", parent.outcome, status(tree)));
-          work = [&, j, b, files = parent.files, outcome = parent.outcome, diag = parent.diagnostics] {
-            const auto tl = Clock::now();
-            j->written = agents.debug(b, files, outcome, diag);
-            j->model_s = since(tl);
-          };
-        } else if (!j->planned) {
-          KP_TRY(std::string lessons, lessons_text());
-          say(fmt::format("planner: choosing a direction from node {} | {}", j->parent, status(tree)));
-          work = [&, j, b, feedback, lessons, past = history(tree, j->parent)] {
-            const auto tl = Clock::now();
-            j->plan = agents.plan(b, feedback, lessons, past);
-            j->model_s = since(tl);
-          };
-        } else {
-          say(fmt::format("coder: {} | {}", j->dir.text.substr(0, 100), status(tree)));
-          work = [&, j, b, feedback] {
-            const auto tl = Clock::now();
-            j->written = agents.write(b, j->dir.text, feedback, hooks.tools);
-            j->model_s = since(tl);
-          };
-        }
-        launch(model_lane, *j, [&, work = std::move(work)] {
-          work();
-          std::lock_guard lock(spend_mu);
-          if (hooks.llm_spent) spend_now = hooks.llm_spent();
-          if (hooks.llm_budget_spent) llm_over = hooks.llm_budget_spent();
-        });
-        started = true;
-      }
-    }
-    if (!build_lane.job) {
-      if (Job* j = first_in(Stage::kBuild)) {
-        launch(build_lane, *j, [&, j] {
-          const auto tb = Clock::now();
-          hooks.prebuild(j->cu);
-          j->build_s = since(tb);
-        });
-        started = true;
-      }
-    }
-    while (!gpu_lane.job) {
-      Job* j = first_in(Stage::kGpu);
-      if (!j) break;
-      // Another job with the same code may have been measured since this one was written.
-      if (const store::EvaluationRow* of = known_verdict(*j)) {
-        KP_TRY_STATUS(record_known(*j, *of));
-        drop(*j);
-        started = true;
-        continue;
-      }
-      say(fmt::format("evaluating candidate {} | {}", j->cand, status(tree)));
-      const bool profile = hooks.analyze && o.feedback != "none";
-      launch(gpu_lane, *j, [&, j, profile] {
-        j->result = hooks.evaluate(j->cu, j->py, false);
-        if (profile && *j->result && (*j->result)->outcome == eval::Outcome::kOk) {
-          const auto ta = Clock::now();
-          j->analysis = hooks.analyze(j->cu, j->py, false);
-          j->analyze_s = since(ta);
-        }
-      });
-      started = true;
-    }
-    return started;
-  };
-
-  // Takes back what a finished lane made.
-  auto take_model = [&](Job& j) -> Status {
-    report.llm_s += j.model_s;
-    if (!j.planned && !j.repair) {
-      auto plan = std::move(*j.plan);
-      j.plan.reset();
-      if (!plan) {
-        model_failed(plan.error());
-        drop(j);
-        return ok_status();
-      }
-      j.planned = true;
-      j.dir.text = plan->direction;
-      j.actions = plan->actions;
-      tree.node(j.child).via.text = plan->direction;
-      return ok_status();
-    }
-    auto written = std::move(*j.written);
-    j.written.reset();
-    if (!written) {
-      model_failed(written.error());
-      drop(j);
-      return ok_status();
-    }
-    j.files = written->files;
-    KP_TRY(j.cand, store.add_candidate(j.files.cuda, j.files.python));
-    if (const store::EvaluationRow* of = known_verdict(j)) {
-      KP_TRY_STATUS(record_known(j, *of));
-      drop(j);
-      return ok_status();
-    }
-    KP_TRY(auto paths, write_files(j.cand, j.files));
-    j.cu = paths.first;
-    j.py = paths.second;
-    j.stage = hooks.prebuild && !j.cu.empty() ? Stage::kBuild : Stage::kGpu;
-    return ok_status();
-  };
-  auto take_gpu = [&](Job& j) -> Status {
-    auto result = std::move(*j.result);
-    if (!result) {
-      failure = result.error();
-      drop(j);
-      return ok_status();
-    }
-    const eval::EvalResult& r = *result;
-    report.build_s += r.build_seconds;
-    report.worker_s += r.worker_seconds;
-    if (r.outcome == eval::Outcome::kNotRun) {
-      stop_here("no_gpu");
-      drop(j);
-      return ok_status();
-    }
-    ++evaluated;
-    const auto m = measurement_of(r);
-    NodeFacts f;
-    f.files = j.files;
-    f.candidate = j.cand;
-    f.outcome = eval::to_string(r.outcome);
-    if (m.ok) {
-      report.analyze_s += j.analyze_s;
-      if (j.analysis && *j.analysis) {
-        f.feedback = (*j.analysis)->feedback;
-        f.raw_metrics = (*j.analysis)->raw_metrics;
-        f.bottleneck_class = (*j.analysis)->bottleneck_class;
-      } else if (j.analysis) {
-        say("analyze: not profiled (" + j.analysis->error().message + ")");
-      }
-    } else {
-      f.diagnostics = failure_diagnostics(r);
-      // A failure has no class: its repair's lesson is of its parent's.
-      f.bottleneck_class = facts[static_cast<size_t>(j.parent)].bottleneck_class;
-    }
-    store::EvaluationRow row{j.cand,
-                             f.outcome,
-                             r.reason,
-                             m.seconds,
-                             m.joules,
-                             r.speedup_vs_reference,
-                             facts_json(f, hooks.record ? hooks.record(r) : "")};
-    verdict[j.cand] = row;
-    by_code.emplace(code_key(j.files.cuda, j.files.python), j.cand);
-    KP_TRY_STATUS(record(j, row, std::move(f), false));
-    drop(j);
-    return ok_status();
-  };
-
-  for (;;) {
-    if (!stopping()) {
-      fill();
-      auto started = dispatch();
-      if (!started) {
-        failure = started.error();
-      }
-    }
-    if (!model_lane.job && !build_lane.job && !gpu_lane.job) {
-      if (stopping() || jobs.empty()) break;
-      continue;  // dispatch can start a lane for any job left: it does on the next turn
-    }
-    {
-      std::unique_lock lock(lane_mu);
-      lane_cv.wait(lock, [&] { return lanes_done > 0; });
-    }
-    auto ready = [](Lane& l) { return l.job && l.work.wait_for(std::chrono::seconds(0)) == std::future_status::ready; };
-    Status taken = ok_status();
-    if (ready(model_lane)) {
-      model_lane.work.get();
-      Job& j = *std::exchange(model_lane.job, nullptr);
-      {
-        std::lock_guard lock(lane_mu);
-        --lanes_done;
-      }
-      taken = take_model(j);
-    }
-    if (taken && ready(build_lane)) {
-      build_lane.work.get();
-      Job& j = *std::exchange(build_lane.job, nullptr);
-      {
-        std::lock_guard lock(lane_mu);
-        --lanes_done;
-      }
-      report.ahead_s += j.build_s;
-      ++report.built_ahead;
-      j.stage = Stage::kGpu;
-    }
-    if (taken && ready(gpu_lane)) {
-      gpu_lane.work.get();
-      Job& j = *std::exchange(gpu_lane.job, nullptr);
-      {
-        std::lock_guard lock(lane_mu);
-        --lanes_done;
-      }
-      taken = take_gpu(j);
-    }
-    if (!taken) failure = taken.error();
+  StopReason stopped;
+  {
+    ModelLoop loop(task, agents, hooks, o, ledger, verdicts, tree, prompts, std::move(strategy));
+    KP_TRY(stopped, loop.run());
   }
-  if (failure) return *failure;
-  report.stopped = !stopped_here.empty() ? stopped_here : !over_budget().empty() ? over_budget() : "exhausted";
 
   // The best so far, with its verdict.
-  const int best = tree.best();
-  const NodeFacts& bf = facts[static_cast<size_t>(best)];
-  report.nodes = 0;  // measured: those in flight when the run stopped are not in the store
-  for (size_t i = 0; i < tree.size(); ++i) report.nodes += tree.node(static_cast<int>(i)).measured ? 1 : 0;
-  report.evaluated = evaluated;
-  report.seed_seconds = tree.node(0).measured->seconds;
-  report.best_seconds = tree.node(best).measured->seconds;
-  report.reference_seconds = reference.seconds;
+  const int best = ledger.settle(tree, stopped);
+  const NodeFacts& bf = prompts.facts(best);
+  OptimizeReport& report = ledger.report();
   report.best_direction = best == 0 ? "the seed" : tree.node(best).via.text;
   report.best_point = report.best_direction;
   report.best_source = o.run_dir / (bf.files.python.empty() ? "best.cu" : "best.py");
   if (!bf.files.cuda.empty()) KP_TRY_STATUS(write_file((o.run_dir / "best.cu").string(), bf.files.cuda));
   if (!bf.files.python.empty()) KP_TRY_STATUS(write_file((o.run_dir / "best.py").string(), bf.files.python));
-  report.wall_s = since(t0);
-  json j = report.to_json();
-  j["task"] = task.name;
-  j["strategy"] = o.strategy;
-  j["objective"] = search::to_string(o.reward.objective);
-  j["feedback"] = o.feedback;
-  j["in_flight"] = width;
+  json extra = {{"feedback", to_string(feedback)}, {"in_flight", std::max(1, o.in_flight)}};
   if (hooks.llm_spent) {
     const llm::Spend s = hooks.llm_spent();
-    j["llm"] = {{"calls", s.calls}, {"tokens", s.tokens}, {"cost_usd", s.cost_usd}};
+    extra["llm"] = {{"calls", s.calls}, {"tokens", s.tokens}, {"cost_usd", s.cost_usd}};
   }
-  if (auto v = verdict.find(bf.candidate); v != verdict.end())
-    j["verdict"] = json::parse(v->second.report_json, nullptr, false).value("eval", json::object());
-  if (!o.memory.empty()) {
-    KP_TRY(report.lessons_shared, share_lessons(store, o.memory));
-    j["lessons_shared"] = report.lessons_shared;
-  }
-  KP_TRY_STATUS(write_file((o.run_dir / "best.json").string(), j.dump(2) + "\n"));
-  return report;
+  if (const auto* v = verdicts.of(bf.candidate))
+    extra["verdict"] = json::parse(v->report_json, nullptr, false).value("eval", json::object());
+  return ledger.write_summary(task, extra);
 }
 
 }  // namespace kp::driver

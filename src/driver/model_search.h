@@ -54,8 +54,10 @@ struct ModelSearchHooks {
   std::function<void(const std::filesystem::path& cu)> prebuild;
 };
 
-// stopped: "budget", "exhausted", "interrupted", "no_gpu" (the step in flight needs a GPU to
-// evaluate), or "pending" (a manual prompt waits for its answer; report.pending says where).
+// stopped (a StopReason by name, driver/run_ledger.h): "budget", "exhausted", "interrupted",
+// "no_gpu" (the step in flight needs a GPU to evaluate), or "pending" (a manual prompt waits for
+// its answer; report.pending says where). The parts: driver/run_ledger.h (store, budget,
+// best.json), driver/lanes.h (the pipeline), driver/prompt_context.h (what the roles are told).
 Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents& agents, const ModelSearchHooks& hooks,
                                           const OptimizeOptions& options);
 

@@ -1,11 +1,12 @@
 #include "driver/optimize_session.h"
 
+#include "driver/run_ledger.h"
+
 #include <chrono>
 #include <future>
 #include <map>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -67,53 +68,6 @@ TunePoint parse_point(const std::string& text) {
 
 }  // namespace
 
-search::Measurement measurement_of(const eval::EvalResult& r) {
-  search::Measurement m;
-  m.ok = r.outcome == eval::Outcome::kOk;
-  m.seconds = r.time.median;
-  if (r.report && r.report->energy && r.report->energy->measured) m.joules = r.report->energy->joules_per_call;
-  return m;
-}
-
-Result<int> share_lessons(store::RunStore& run, const fs::path& memory) {
-  KP_TRY(auto all, run.lessons_in_order());
-  const size_t done = static_cast<size_t>(std::stoll(run.meta("lessons_shared").value_or("0")));
-  if (done >= all.size()) return 0;
-  Result<store::RunStore> mem = make_error(ErrorCode::kUnavailable, "");
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    mem = store::RunStore::open(memory);
-    if (mem.ok() || mem.error().code != ErrorCode::kUnavailable) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (!mem.ok()) return mem.error().code == ErrorCode::kUnavailable ? Result<int>(0) : Result<int>(mem.error());
-  for (size_t i = done; i < all.size(); ++i) {
-    KP_TRY(int64_t id, mem->add_lesson(all[i]));
-    (void)id;
-  }
-  KP_TRY_STATUS(run.set_meta("lessons_shared", std::to_string(all.size())));
-  return static_cast<int>(all.size() - done);
-}
-
-Result<store::RunStore> open_run_store(const task::Task& task, const OptimizeOptions& o, const std::string& mode) {
-  KP_TRY(auto store, store::RunStore::open(o.run_dir / "store.db"));
-  KP_TRY(auto rows, store.nodes());
-  if (rows.empty()) return store;
-  if (!o.resume)
-    return make_error(ErrorCode::kInvalidInput,
-                      fmt::format("{} holds an earlier run: add --resume to continue it, or choose another --run-dir",
-                                  o.run_dir.string()));
-  if (auto kept = store.meta("task"); kept && *kept != task.name)
-    return make_error(ErrorCode::kInvalidInput,
-                      fmt::format("{} holds a run of task {}, not {}", o.run_dir.string(), *kept, task.name));
-  // Runs of the tuner made before the mode was kept are the tuner's.
-  if (const std::string kept = store.meta("mode").value_or("tuner"); kept != mode)
-    return make_error(ErrorCode::kInvalidInput,
-                      fmt::format("{} holds a run of the {}, not of the {}: give this run a --run-dir of its own",
-                                  o.run_dir.string(), kept == "model" ? "model-driven search" : "offline tuner",
-                                  mode == "model" ? "model-driven search" : "offline tuner"));
-  return store;
-}
-
 Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks& hooks, const OptimizeOptions& o) {
   const auto t0 = Clock::now();
   auto say = [&](const std::string& s) {
@@ -133,25 +87,19 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
                       fmt::format("{}: the seed declares no KP_TUNE parameters, so there is nothing to tune without a "
                                   "model; declare some (KP_TUNE(NAME, default, alternatives...)) or configure a model",
                                   task.seed_path->string()));
-  KP_TRY(auto store, open_run_store(task, o, "tuner"));
+  KP_TRY(RunLedger ledger, RunLedger::open(task, o, RunMode::kTuner, t0));
+  store::RunStore& store = ledger.store();
   KP_TRY(auto rows, store.nodes());
-
-  OptimizeReport report;
-  int evaluated = 0;
-  std::error_code ec;
-  fs::create_directories(o.run_dir / "candidates", ec);
 
   // One point: its candidate file, stored, evaluated. The store's verdict is committed with
   // the node, so a kill after this returns loses nothing.
   auto evaluate_point = [&](const TunePoint& p, bool seed, int64_t node) -> Result<eval::EvalResult> {
     const std::string source = seed ? seed_source : TuneSpace::apply(seed_source, p);
     KP_TRY(int64_t cand, store.add_candidate(source, ""));
-    const fs::path file = o.run_dir / "candidates" / fmt::format("{}.cu", cand);
-    KP_TRY_STATUS(write_file(file.string(), source));
-    KP_TRY(eval::EvalResult r, hooks.evaluate(file));
-    ++evaluated;
-    report.build_s += r.build_seconds;
-    report.worker_s += r.worker_seconds;
+    KP_TRY(auto file, ledger.write_candidate(cand, {source, ""}));
+    KP_TRY(eval::EvalResult r, hooks.evaluate(file.cu));
+    ledger.count_evaluation();
+    ledger.add_times(r);
     const auto m = measurement_of(r);
     if (node >= 0 && r.outcome != eval::Outcome::kNotRun) {
       KP_TRY_STATUS(store.record_evaluation(node,
@@ -165,62 +113,40 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
   if (rows.empty()) {
     say(fmt::format("seed: {} ({} points in the tuning space)", TuneSpace::describe(space.defaults()), space.size()));
     KP_TRY(eval::EvalResult r, evaluate_point(space.defaults(), true, -1));
-    if (r.outcome == eval::Outcome::kNotRun) {
-      report.stopped = "no_gpu";
-      report.evaluated = evaluated;
-      return report;
-    }
+    if (r.outcome == eval::Outcome::kNotRun) return ledger.stop_at_seed(StopReason::kNoGpu);
     if (r.outcome != eval::Outcome::kOk)
       return make_error(ErrorCode::kInvalidInput,
                         fmt::format("the seed does not pass ({}: {}): fix it before tuning it",
                                     eval::to_string(r.outcome), r.reason));
-    KP_TRY_STATUS(store.set_meta("task", task.name));
-    KP_TRY_STATUS(store.set_meta("mode", "tuner"));
-    KP_TRY_STATUS(store.set_meta("reference_seconds", fmt::format("{:.17g}", r.reference_seconds)));
     KP_TRY(int64_t cand, store.add_candidate(seed_source, ""));
-    const auto m = measurement_of(r);
-    KP_TRY(int64_t root, store.add_node({0, -1, "root", TuneSpace::describe(space.defaults()), cand, false}));
-    const std::string record = hooks.record ? hooks.record(r) : "{}";
-    KP_TRY_STATUS(store.record_evaluation(root, {cand, "ok", "", m.seconds, m.joules, r.speedup_vs_reference, record},
-                                          true, m.seconds, m.joules));
+    KP_TRY_STATUS(ledger.record_root(task, RunMode::kTuner, cand, TuneSpace::describe(space.defaults()), r,
+                                     hooks.record ? hooks.record(r) : "{}"));
     KP_TRY(rows, store.nodes());
   }
 
   // The tree, rebuilt from the store: measurements replayed in the order they were made.
-  const search::Measurement reference{true, std::stod(store.meta("reference_seconds").value_or("0")), 0};
-  const auto& root_row = rows.front();
-  search::Tree tree({root_row.ok, root_row.seconds, root_row.joules}, reference, o.reward);
-  std::map<int64_t, int> tree_id{{root_row.id, 0}};
-  std::vector<int64_t> db_id{root_row.id};
-  std::vector<TunePoint> point{parse_point(root_row.direction)};
-  std::set<std::string> tried{root_row.direction};
-  for (size_t i = 1; i < rows.size(); ++i) {
-    const auto& r = rows[i];
-    if (!r.measured) continue;  // in flight when the run stopped: proposed again
-    auto parent = tree_id.find(r.parent);
-    if (parent == tree_id.end()) continue;
-    const int id = tree.add(parent->second,
-                            {r.kind == "repair" ? search::EdgeKind::kRepair : search::EdgeKind::kTune, r.direction});
-    tree.measure(id, {r.ok, r.seconds, r.joules});
-    tree.node(id).closed = r.closed;
-    tree.node(id).exhausted = r.exhausted;
-    tree_id[r.id] = id;
-    db_id.push_back(r.id);
-    point.push_back(parse_point(r.direction));
-    tried.insert(r.direction);
-  }
-  tree.node(0).closed = root_row.closed;
-  tree.node(0).exhausted = root_row.exhausted;
+  std::vector<int64_t> db_id;
+  std::vector<TunePoint> point;
+  std::set<std::string> tried;
+  KP_TRY(search::Tree tree,
+         replay_tree(
+             rows, ledger.reference(), o.reward,
+             [](const std::string& kind) {
+               return search::edge_kind_from_string(kind) == search::EdgeKind::kRepair ? search::EdgeKind::kRepair
+                                                                                       : search::EdgeKind::kTune;
+             },
+             [&](const store::NodeRow& r, int) {
+               db_id.push_back(r.id);
+               point.push_back(parse_point(r.direction));
+               tried.insert(r.direction);
+               return ok_status();
+             }));
   if (rows.size() > 1) say(fmt::format("resume: {} candidates measured before", tree.size()));
 
-  // The search, with a status for the progress lines: the best so far and the budget used.
-  // `just`: a measurement not in the tree yet.
+  // The status of the progress lines: the best so far and the budget used. `just`: a
+  // measurement not in the tree yet.
   auto status = [&](const search::Tree& t, const search::Measurement* just = nullptr) {
-    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-    double best = t.node(t.best()).measured->seconds;
-    if (just && just->ok && just->seconds > 0 && just->seconds < best) best = just->seconds;
-    return fmt::format("best {:.2f}x the seed | {}/{} evaluated, {:.0f} s, GPU {:.0f} s",
-                       t.node(0).measured->seconds / best, evaluated, o.max_evaluations, wall, report.worker_s);
+    return ledger.status(t, just);
   };
   KP_TRY(auto strategy, search::make_strategy(o.strategy, o.search));
   std::optional<Error> failure;
@@ -234,8 +160,8 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
   auto join_ahead = [&]() {
     if (!ahead.valid()) return;
     const auto [built, seconds] = ahead.get();
-    report.built_ahead += built;
-    report.ahead_s += seconds;
+    ledger.report().built_ahead += built;
+    ledger.report().ahead_s += seconds;
   };
   auto build_ahead = [&](const TunePoint& parent, const TunePoint& now) -> Status {
     join_ahead();
@@ -248,8 +174,8 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
         if (tried.count(text) || !queued.insert(text).second) continue;
         const std::string source = TuneSpace::apply(seed_source, p);
         KP_TRY(int64_t cand, store.add_candidate(source, ""));
-        files.push_back(o.run_dir / "candidates" / fmt::format("{}.cu", cand));
-        KP_TRY_STATUS(write_file(files.back().string(), source));
+        KP_TRY(auto written, ledger.write_candidate(cand, {source, ""}));
+        files.push_back(written.cu);
       }
       return ok_status();
     };
@@ -269,7 +195,9 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
       const std::string text = TuneSpace::describe(n);
       if (!tried.insert(text).second) continue;
       auto node =
-          store.add_node({0, db_id[static_cast<size_t>(e.parent)], e.repair ? "repair" : "tune", text, 0, false});
+          store.add_node({0, db_id[static_cast<size_t>(e.parent)],
+                          search::to_string(e.repair ? search::EdgeKind::kRepair : search::EdgeKind::kTune), text, 0,
+                          false});
       if (!node) {
         failure = node.error();
         return std::nullopt;
@@ -298,33 +226,23 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
                            moved,
                            "tune",
                            eval::to_string(r->outcome),
-                           m.ok && before.ok && m.seconds > 0 ? before.seconds / m.seconds : 0,
-                           m.ok && m.joules > 0 && before.joules > 0 ? before.joules / m.joules : 0,
+                           0,
+                           0,
                            m.ok ? fmt::format("{:.4g} ms -> {:.4g} ms", before.seconds * 1e3, m.seconds * 1e3)
                                 : r->reason.substr(0, 200)};
+      set_change_ratios(lesson, before, m);
       if (auto l = store.add_lesson(lesson); !l) {
         failure = l.error();
         return std::nullopt;
       }
-      say(fmt::format(
-          "{}: {}{} | {}", text, eval::to_string(r->outcome),
-          m.ok ? fmt::format(" {:.4g} ms, {:.2f}x the seed", m.seconds * 1e3, t.node(0).measured->seconds / m.seconds)
-               : " (" + r->reason.substr(0, 120) + ")",
-          status(t, &m)));
+      say(measured_line(text, eval::to_string(r->outcome), m, t.node(0).measured->seconds, r->reason, status(t, &m)));
       return std::make_pair(search::Direction{search::EdgeKind::kTune, text}, m);
     }
     return std::nullopt;
   };
   search::LoopHooks loop;
-  auto over_budget = [&]() {
-    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (evaluated >= o.max_evaluations) return "budget";
-    if (o.max_wall_s > 0 && wall >= o.max_wall_s) return "budget";
-    if (o.max_gpu_s > 0 && report.worker_s >= o.max_gpu_s) return "budget";
-    if (hooks.interrupted && hooks.interrupted()) return "interrupted";
-    return "";
-  };
-  loop.stop = [&]() { return failure.has_value() || *over_budget() != '\0'; };
+  auto over_budget = [&]() { return ledger.over_budget(false, hooks.interrupted); };
+  loop.stop = [&]() { return failure.has_value() || over_budget().has_value(); };
   loop.after = [&](const search::Tree& t, int child) {
     db_id.push_back(pending->first);
     point.push_back(pending->second);
@@ -335,31 +253,15 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
   search::run_search(*strategy, tree, expand, o.max_evaluations, o.search, loop);
   join_ahead();
   if (failure) return *failure;
-  report.stopped = *over_budget() ? over_budget() : "exhausted";
 
   // The best, with its verdict.
-  const int best = tree.best();
-  report.nodes = static_cast<int>(tree.size());
-  report.evaluated = evaluated;
-  report.seed_seconds = tree.node(0).measured->seconds;
-  report.best_seconds = tree.node(best).measured->seconds;
-  report.reference_seconds = reference.seconds;
+  const int best = ledger.settle(tree, over_budget().value_or(StopReason::kExhausted));
+  OptimizeReport& report = ledger.report();
   report.best_point = TuneSpace::describe(point[static_cast<size_t>(best)]);
   report.best_source = o.run_dir / "best.cu";
   const std::string best_text =
       best == 0 ? seed_source : TuneSpace::apply(seed_source, point[static_cast<size_t>(best)]);
   KP_TRY_STATUS(write_file(report.best_source.string(), best_text));
-  report.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  json j = report.to_json();
-  j["task"] = task.name;
-  j["strategy"] = o.strategy;
-  j["objective"] = search::to_string(o.reward.objective);
-  if (!o.memory.empty()) {
-    KP_TRY(report.lessons_shared, share_lessons(store, o.memory));
-    j["lessons_shared"] = report.lessons_shared;
-  }
-  KP_TRY_STATUS(write_file((o.run_dir / "best.json").string(), j.dump(2) + "\n"));
-  return report;
+  return ledger.write_summary(task, json::object());
 }
-
 }  // namespace kp::driver

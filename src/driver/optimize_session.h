@@ -16,10 +16,6 @@
 #include "search/strategy.h"
 #include "task/task.h"
 
-namespace kp::store {
-class RunStore;
-}
-
 namespace kp::driver {
 
 struct OptimizeOptions {
@@ -41,8 +37,8 @@ struct OptimizeOptions {
   int build_ahead = 2;
   // The model loop only (driver/model_search.h): what the planner and coder see of a node's
   // profile ("tools": the feedback operator's text; "raw-metrics": the measured lines and raw
-  // counters; "none": nothing), the GPU in words for the prompts, and how many lessons of
-  // earlier runs the planner gets.
+  // counters; "none": nothing; a FeedbackMode by name, driver/prompt_context.h), the GPU in
+  // words for the prompts, and how many lessons of earlier runs the planner gets.
   std::string feedback = "tools";
   int in_flight = 2;  // children the model loop makes at once (its pipeline); 1: one after another
   std::string gpu;
@@ -60,7 +56,7 @@ struct OptimizeHooks {
 };
 
 struct OptimizeReport {
-  std::string stopped;  // "budget", "exhausted", "interrupted", "no_gpu"
+  std::string stopped;  // a StopReason by name (driver/run_ledger.h): "budget", "exhausted", ...
   int evaluated = 0;    // candidates evaluated by this run
   int nodes = 0;        // in the tree, over every run of it
   double seed_seconds = 0, best_seconds = 0, reference_seconds = 0;
@@ -80,19 +76,8 @@ struct OptimizeReport {
   nlohmann::json to_json() const;
 };
 
-// What the search sees of a verdict: passed or not, the median time, the energy when measured.
-search::Measurement measurement_of(const eval::EvalResult& result);
-
-// Adds the run's lessons not yet shared to the memory store at `memory` (the count already
-// shared is kept in the run's meta, so a resumed run adds only its new ones). Another run
-// holding the memory is waited for a little; after that the lessons stay in the run and the
-// next run shares them. Returns how many were added.
-Result<int> share_lessons(store::RunStore& run, const std::filesystem::path& memory);
-
-// The run's store at RUN_DIR/store.db, checked against this run: a store holding nodes needs
-// options.resume, the same task, and the same kind of search (`mode`: "tuner" or "model").
-Result<store::RunStore> open_run_store(const task::Task& task, const OptimizeOptions& options, const std::string& mode);
-
+// The run's store, budget and summary are the run ledger's (driver/run_ledger.h), shared with
+// the model loop.
 Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks& hooks, const OptimizeOptions& options);
 
 }  // namespace kp::driver

@@ -207,5 +207,13 @@ TEST(Search, AChildInFlightCountsAgainstWideningAndARepairInFlightKeepsItsNodeOp
   EXPECT_TRUE(ge->repair);
 }
 
+TEST(Search, EdgeKindsRoundTripThroughTheirStoredNames) {
+  for (EdgeKind k : {EdgeKind::kRoot, EdgeKind::kIdea, EdgeKind::kFinding, EdgeKind::kRepair, EdgeKind::kTune})
+    EXPECT_EQ(edge_kind_from_string(to_string(k)), k) << to_string(k);
+  EXPECT_STREQ(to_string(EdgeKind::kRepair), "repair") << "the run store keeps this name";
+  EXPECT_EQ(edge_kind_from_string("Repair"), std::nullopt);
+  EXPECT_EQ(edge_kind_from_string(""), std::nullopt);
+}
+
 }  // namespace
 }  // namespace kp::search

@@ -35,6 +35,12 @@ const char* to_string(EdgeKind k) {
   return "?";
 }
 
+std::optional<EdgeKind> edge_kind_from_string(std::string_view s) {
+  for (EdgeKind k : {EdgeKind::kRoot, EdgeKind::kIdea, EdgeKind::kFinding, EdgeKind::kRepair, EdgeKind::kTune})
+    if (s == to_string(k)) return k;
+  return std::nullopt;
+}
+
 double reward(const Measurement& m, const Measurement& ref, const RewardOptions& o, double fastest) {
   if (!m.ok || m.seconds <= 0) return o.failure_penalty;
   auto clip = [&](double x) { return std::clamp(o.scale * x, -o.clip, o.clip); };

@@ -27,7 +27,8 @@ struct Measurement {
 };
 
 enum class EdgeKind { kRoot, kIdea, kFinding, kRepair, kTune };
-const char* to_string(EdgeKind k);
+const char* to_string(EdgeKind k);  // "root", "idea", "finding", "repair", "tune": the store's node kind
+std::optional<EdgeKind> edge_kind_from_string(std::string_view s);  // nullopt for any other name
 
 struct Direction {
   EdgeKind kind = EdgeKind::kIdea;
