@@ -42,15 +42,16 @@ cat "$R/machine.txt"
 for step in ${STEPS:-throughput agree ctest python}; do
   case $step in
     throughput)  # the issue's table, before and after, on this card
+      [ -x /work/before/build/kernelpro ] || export BUILDS=after
       run throughput 540 bash bench/throughput.sh /work/before/build/kernelpro build/kernelpro "$R/throughput" kb/19_ReLU.py ;;
     agree)  # the seven examples' seeds, timed by both builds: the medians must agree within 1%
-      for e in gelu softmax layernorm transpose reduce_sum gemm_bf16 gemm_bf16_cute; do
-        [ -d "examples/$e" ] || continue
-        run "agree-$e-after" 60 build/kernelpro eval "examples/$e" --json --no-energy
-        run "agree-$e-before" 60 /work/before/build/kernelpro eval "examples/$e" --json --no-energy
+      for e in gelu softmax layernorm transpose row_sum gemm_bf16 gemm_fp32; do
+        [[ " ${AGREE:-after before} " == *" after "* ]] && run "agree-$e-after" 60 build/kernelpro eval "examples/$e" --json --no-energy
+        [[ " ${AGREE:-after before} " == *" before "* ]] && [ -x /work/before/build/kernelpro ] &&
+          run "agree-$e-before" 60 /work/before/build/kernelpro eval "examples/$e" --json --no-energy
       done ;;
     ctest)  # the gpu tier (and e2e, which runs the real binaries on the GPU)
-      run ctest 560 ctest --test-dir build -L 'gpu|e2e' --output-on-failure --timeout 300 ;;
+      run ctest 560 ctest --test-dir build -L "${CTEST_LABELS:-gpu|e2e}" --output-on-failure --timeout 300 ;;
     python)  # the KernelBench worker's GPU suite (anti-cheat corpus, the new timing tests)
       run python_gpu 560 python3 python/tests/run_tests.py gpu ;;
   esac

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "verdict/protocol.h"
 #include "util/hash.h"
 #include "util/strings.h"
+#include "verdict/protocol.h"
 
 namespace kp::driver {
 
@@ -49,7 +49,8 @@ const eval::EvalResult* Judge::verdict_of(const fs::path& candidate, const fs::p
   return it == verdicts_.end() ? nullptr : &it->second;
 }
 
-Result<eval::EvalResult> Judge::evaluate(const task::Task& task, const fs::path& candidate, const fs::path& library_source) {
+Result<eval::EvalResult> Judge::evaluate(const task::Task& task, const fs::path& candidate,
+                                         const fs::path& library_source) {
   const eval::ReferenceTiming* reference = nullptr;
   if (options_.eval.time_reference) {
     // Without a GPU the evaluation says so (not_run); nothing to time.

@@ -26,11 +26,11 @@
 namespace kp::driver {
 
 struct JudgeStats {
-  int evaluations = 0;          // candidates evaluated on the worker
-  int reference_timings = 0;    // references timed alone
-  int reference_reuses = 0;     // evaluations that reused a reference timed before
-  int verdict_reuses = 0;       // profiles and analyses that reused a verdict instead of evaluating again
-  double reference_seconds = 0; // wall time of the reference timings
+  int evaluations = 0;           // candidates evaluated on the worker
+  int reference_timings = 0;     // references timed alone
+  int reference_reuses = 0;      // evaluations that reused a reference timed before
+  int verdict_reuses = 0;        // profiles and analyses that reused a verdict instead of evaluating again
+  double reference_seconds = 0;  // wall time of the reference timings
 };
 
 class Judge {

@@ -9,8 +9,8 @@
 
 #include <cuda_runtime.h>
 
-#include "verdict/compare.h"
 #include "task/dtype.h"
+#include "verdict/compare.h"
 
 namespace kp::worker {
 

@@ -1,0 +1,313 @@
+// The native worker's evaluation state and steps (worker/native_evaluator.h is the public face).
+// One struct, NativeEvaluator::Impl, whose steps are defined by concern:
+//   evaluation_resources.cc   CUDA resources, input sets, calls, the reference's outputs
+//   evaluation_correctness.cc the correctness trials and every output check (on the GPU)
+//   evaluation_timing.cc      event timing and graph replay, by the sampling rule
+//   evaluation_anticheat.cc   persisting L2, the replay check, result caches, the physics floor
+//   evaluation_energy.cc      NVML energy over a window of back-to-back calls
+//   native_evaluator.cc       the phases in order (evaluate, reference alone, profile)
+// Its pure decisions live in verdict/worker_plan.h and verdict/timing_rule.h, tested on the CPU.
+#pragma once
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include "util/strings.h"
+#include "verdict/compare.h"
+#include "verdict/physics_floor.h"
+#include "verdict/statistics.h"
+#include "verdict/timing_rule.h"
+#include "verdict/worker_plan.h"
+#include "worker/candidate_library.h"
+#include "worker/device_compare.h"
+#include "worker/device_ops.h"
+#include "worker/native_evaluator.h"
+#include "worker/profile_hooks.h"
+
+namespace kp::worker {
+
+using eval::Outcome;
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Why an evaluation stopped early. Returned, never thrown. `cheat` names the anti-cheat rule
+// that fired (WorkerReport::cheat), empty for an ordinary failure.
+struct Stop {
+  Outcome outcome;
+  std::string reason;
+  std::string cheat = {};
+};
+using MaybeStop = std::optional<Stop>;
+#define KP_STOP_IF(expr)                  \
+  do {                                    \
+    if (MaybeStop s_ = (expr)) return s_; \
+  } while (0)
+
+// Errors after which the context cannot be used again (sticky errors).
+inline bool is_sticky(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+    case cudaErrorAssert:
+    case cudaErrorUnknown: return true;
+    default: return false;
+  }
+}
+
+inline const char* status_name(int s) {
+  switch (s) {
+    case KP_ERR_UNSUPPORTED_SHAPE: return "KP_ERR_UNSUPPORTED_SHAPE";
+    case KP_ERR_INVALID_ARGUMENT: return "KP_ERR_INVALID_ARGUMENT";
+    case KP_ERR_CUDA: return "KP_ERR_CUDA";
+    case KP_ERR_WORKSPACE: return "KP_ERR_WORKSPACE";
+    case KP_ERR_OTHER: return "KP_ERR_OTHER";
+    default: return "an unknown status";
+  }
+}
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(o.bytes_) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      if (ptr_) cudaFree(ptr_);
+      ptr_ = std::exchange(o.ptr_, nullptr);
+      bytes_ = std::exchange(o.bytes_, 0);
+    }
+    return *this;
+  }
+  ~DeviceBuffer() {
+    if (ptr_) cudaFree(ptr_);
+  }
+  cudaError_t allocate(size_t bytes) {
+    bytes_ = bytes;
+    return cudaMalloc(&ptr_, std::max<size_t>(bytes, 16));
+  }
+  void* get() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Threads of this process (entries of /proc/self/task), or -1 when that cannot be read.
+inline int count_threads() {
+  DIR* dir = opendir("/proc/self/task");
+  if (!dir) return -1;
+  int n = 0;
+  while (const dirent* e = readdir(dir))
+    if (e->d_name[0] != '.') ++n;
+  closedir(dir);
+  return n;
+}
+
+// Who is timed: the reference is trusted; only the candidate's calls are checked.
+enum class Role { kReference, kCandidate };
+
+// One set of device tensors with their ABI descriptors.
+struct TensorSet {
+  std::vector<DeviceBuffer> inputs, outputs;
+  std::vector<kp_tensor> in_desc, out_desc;
+};
+
+inline kp_tensor describe(const task::TensorSpec& s, void* data) {
+  kp_tensor t{};
+  t.data = data;
+  t.dtype = static_cast<int32_t>(s.dtype);
+  t.rank = static_cast<int32_t>(s.shape.size());
+  int64_t stride = 1;
+  for (int k = t.rank - 1; k >= 0; --k) {
+    t.shape[k] = s.shape[k];
+    t.strides[k] = stride;
+    stride *= s.shape[k];
+  }
+  return t;
+}
+
+struct NativeEvaluator::Impl {
+  eval::DeviceInfo device;
+  std::unique_ptr<Nvml> nvml;
+  std::optional<double> idle_watts;  // measured once per worker
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  DeviceBuffer flush;
+  DeviceBuffer scratch;            // 8 bytes for checksums
+  CompareScratch compare_scratch;  // the output check's tallies on the device
+
+  // Per evaluation.
+  const task::Task* task = nullptr;
+  const eval::EvalOptions* options = nullptr;
+  uint64_t seed = 0;
+  std::vector<TensorSet> sets;  // sets[0] is the correctness set
+  // The reference's outputs for each set's current inputs: ref_outputs[k][i] is output i of set k.
+  std::vector<std::vector<DeviceBuffer>> ref_outputs;
+  // Set 0's reference outputs of the previous correctness trial (keep_previous_reference).
+  std::vector<DeviceBuffer> prev_ref;
+  std::vector<kp_scalar> scalars;
+  // Under graph replay, call i's own outputs on the inputs of set i % sets (ensure_graph_outputs).
+  std::vector<TensorSet> graph_views;
+  DeviceBuffer ref_workspace, cand_workspace;
+  bool poisoned = false;
+  // The worker must not serve another evaluation although its context works: the candidate left
+  // threads running that may still launch work into buffers of this evaluation.
+  bool retire = false;
+
+  // Per-evaluation state, reset at the start and the end of each request.
+  void begin_evaluation(const task::Task& t, const eval::EvalOptions& o, uint64_t s);
+  void end_evaluation();
+
+  // Once per worker: the stream, two events, the L2 flush buffer and checksum scratch.
+  MaybeStop ensure_resources();
+
+  MaybeStop cuda_failure(cudaError_t e, const std::string& what);
+
+  // A setup failure of the harness itself (not the candidate's fault) still has to be an
+  // outcome; it is reported as a runtime error naming the harness.
+  MaybeStop harness(cudaError_t e, const std::string& what);
+
+  kp_args make_args(TensorSet& set, DeviceBuffer& workspace);
+
+  // Calls kp_run and checks the status and the launch error (not the completion).
+  MaybeStop call(const CandidateLibrary& lib, kp_args& args, const char* who);
+
+  // Calls and waits for the whole device, so errors of any stream surface here.
+  MaybeStop call_and_sync(const CandidateLibrary& lib, kp_args& args, const char* who);
+
+  MaybeStop allocate_set(TensorSet& set);
+
+  MaybeStop fill_inputs(TensorSet& set, uint64_t draw);
+
+  MaybeStop poison_outputs(TensorSet& set);
+
+  MaybeStop input_checksums(TensorSet& set, std::vector<uint64_t>* sums);
+
+  // Runs the reference on set k's inputs into ref_outputs[k]. A failure is the task's.
+  MaybeStop run_reference(const CandidateLibrary& ref, size_t k, eval::WorkerReport* report);
+
+  // Compares the outputs of `outs` (sets[k], or a graph call's own outputs on set k's inputs)
+  // with ref_outputs[k], on the GPU (worker/device_compare.h: nothing is copied to the host but
+  // the tallies). Fills report->checks; an incorrect output is a kIncorrect stop naming it and
+  // `when`.
+  MaybeStop compare_outputs(const TensorSet& outs, size_t k, eval::WorkerReport* report, const std::string& when);
+
+  MaybeStop compare_against(const TensorSet& outs, const std::vector<DeviceBuffer>& wants, eval::WorkerReport* report,
+                            const std::string& when);
+
+  // Keeps a device copy of set 0's reference outputs (the previous trial's), so a failing trial
+  // whose output equals them is named a result cache. False when the copies do not fit: the
+  // tag is then not given (the trial fails all the same).
+  bool keep_previous_reference();
+
+  // Names the cheat a failed correctness trial looks like, from the first failing output's
+  // check. `has_previous`: prev_ref holds the previous trial's reference outputs (not in the
+  // first trial): an output equal to them was kept from the previous call, while the inputs
+  // changed in place.
+  void tag_correctness_failure(Stop& s, const eval::WorkerReport& report, bool has_previous);
+
+  MaybeStop correctness(const CandidateLibrary& ref, const CandidateLibrary& cand, eval::WorkerReport* report);
+
+  // Clears the persisting-L2 limit and the stream's access-policy window, the two ways to keep
+  // data in L2 across the flush. Either may be unsupported; nothing is left to clear then.
+  void clear_persisting_l2();
+
+  // After a candidate's call: the worker keeps the persisting-L2 limit at 0 and the stream's
+  // access-policy window empty, so anything else was set by the candidate. Persisting lines
+  // survive the read pass that flushes the L2 before each timed call, so the call would be timed
+  // with its data already on chip.
+  MaybeStop check_persisting_l2();
+
+  // One event-timed call, preceded (outside the events) by poisoning `poison`'s outputs when
+  // given, an L2 flush and a persisting-L2 reset.
+  MaybeStop timed_call(const CandidateLibrary& lib, kp_args& args, TensorSet* poison, const char* who, double* event_s,
+                       double* wall_s);
+
+  // Captures one call on set 0 into a CUDA graph and replays it into poisoned outputs. Work
+  // the call puts anywhere but args->stream (another stream, a host thread) is not in the graph,
+  // so its outputs stay unwritten: this catches escaped work whatever its size, where the wall
+  // clock check below only catches it when it is large. Set 0's reference outputs are current.
+  MaybeStop replay_check(const CandidateLibrary& cand, eval::WorkerReport* report);
+
+  // After the candidate's timed calls: each set in `used` holds the outputs of the last timed
+  // call on it (its outputs were poisoned before each call), which must match that set's
+  // reference. A call that left its work to another call, or did another call's work, fails.
+  MaybeStop check_timed_outputs(const std::vector<bool>& used, eval::WorkerReport* report);
+
+  // Times lib over the timing sets into `timing`. For the candidate (the reference is trusted),
+  // also: its outputs are poisoned before each event-timed call and compared with the reference
+  // after the last; its persisting-L2 state is checked after each call; and work that escapes
+  // the stream is caught by the wall clock.
+  MaybeStop time_library(const CandidateLibrary& lib, DeviceBuffer& workspace, Role role, eval::TimingReport* timing,
+                         eval::WorkerReport* report);
+
+  // Gives each call of a replayed graph outputs of its own, on the inputs of set i % sets, once
+  // per evaluation (the reference's graph reuses them, so both are timed alike). Graph calls are
+  // short, so their outputs are small; when graph_calls of them would take more than an eighth
+  // of free memory, false, and the calls write into their sets' outputs instead.
+  bool ensure_graph_outputs(int calls);
+
+  // Graph replay for short calls. Returns Stop{kOk} when capture is impossible (fall back). For
+  // the candidate, after the timed replays the outputs are poisoned, the graph is replayed once
+  // more, and the outputs checked: each call's own when it has them (a call that skipped its
+  // work is caught even when another call in the graph did the same set's), else each set's.
+  MaybeStop time_with_graph(const CandidateLibrary& lib, DeviceBuffer& workspace, Role role, eval::TimingReport* timing,
+                            eval::WorkerReport* report);
+
+  // Result caching, after the candidate's timing, on inputs it has not seen. (a) Every set's
+  // inputs are redrawn in place (same pointers, new values) and each set is called once and
+  // checked: a result kept by pointer is now stale. (b) Event timing only: five timed calls,
+  // each on freshly redrawn inputs, must not be much slower than the timed calls on the inputs
+  // it had seen: a result kept by the input's contents (a fingerprint) is fast only on those.
+  // The sets' reference outputs are current after (a), not after (b).
+  MaybeStop check_result_cache(const CandidateLibrary& ref, const CandidateLibrary& cand,
+                               const eval::TimingReport& timing, eval::WorkerReport* report);
+
+  // Fills the report's physics floor for `method`, and rejects a median below it.
+  MaybeStop check_physics_floor(const eval::TimingReport* timing, eval::WorkerReport* report);
+
+  // Energy of back-to-back calls over at least energy_window_s, between two ticks of NVML's
+  // total-energy counter.
+  eval::EnergyReport measure_energy(const CandidateLibrary& lib, DeviceBuffer& workspace, double t_call,
+                                    MaybeStop* stop);
+
+  // The input sets, the reference's output buffers and the workspaces (the candidate's when
+  // given), as many sets as fit in a quarter of free memory.
+  MaybeStop setup(const CandidateLibrary& ref, const CandidateLibrary* cand);
+
+  MaybeStop run(const CandidateLibrary& ref, const CandidateLibrary& cand, eval::WorkerReport* report);
+
+  // EvalOptions::reference_only: the reference timed alone, on the same sets, flush and method
+  // as in an evaluation; no candidate is loaded into this process.
+  MaybeStop run_reference_only(const CandidateLibrary& ref, eval::WorkerReport* report);
+
+  // Flushes L2 (and resets persisting lines) before an observed call, as timed_call does.
+  MaybeStop flush_l2();
+
+  MaybeStop profile_run(const CandidateLibrary& ref, const CandidateLibrary& cand, const eval::ProfileRequest& request,
+                        eval::ProfileReply* reply);
+};
+
+}  // namespace kp::worker

@@ -1,0 +1,177 @@
+// CUDA resources of an evaluation: stream, events, the flush buffer, input sets, calls, and the
+// reference's outputs.
+#include "worker/evaluation.h"
+
+namespace kp::worker {
+
+void NativeEvaluator::Impl::begin_evaluation(const task::Task& t, const eval::EvalOptions& o, uint64_t s) {
+  task = &t;
+  options = &o;
+  seed = s;
+  poisoned = false;
+  retire = false;
+  scalars.clear();
+  end_evaluation();
+}
+
+void NativeEvaluator::Impl::end_evaluation() {
+  graph_views.clear();
+  sets.clear();
+  ref_outputs.clear();
+  prev_ref.clear();
+  ref_workspace = DeviceBuffer();
+  cand_workspace = DeviceBuffer();
+}
+
+MaybeStop NativeEvaluator::Impl::ensure_resources() {
+  if (stream) return std::nullopt;
+  KP_STOP_IF(harness(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "creating a stream"));
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  const auto flush_bytes = static_cast<size_t>(eval::l2_flush_bytes(device.l2_bytes));
+  KP_STOP_IF(harness(flush.allocate(flush_bytes), "allocating the L2 flush buffer"));
+  KP_STOP_IF(harness(cudaMemset(flush.get(), 0, flush.bytes()), "clearing the L2 flush buffer"));
+  return harness(scratch.allocate(8), "allocating scratch");
+}
+
+MaybeStop NativeEvaluator::Impl::cuda_failure(cudaError_t e, const std::string& what) {
+  if (e == cudaSuccess) return std::nullopt;
+  if (is_sticky(e)) {
+    poisoned = true;
+    return Stop{Outcome::kCrash,
+                fmt::format("{}: {} ({}); the CUDA context is lost", what, cudaGetErrorName(e), cudaGetErrorString(e))};
+  }
+  if (e == cudaErrorMemoryAllocation)
+    return Stop{Outcome::kRuntimeError, fmt::format("{}: out of device memory", what)};
+  return Stop{Outcome::kRuntimeError, fmt::format("{}: {} ({})", what, cudaGetErrorName(e), cudaGetErrorString(e))};
+}
+
+MaybeStop NativeEvaluator::Impl::harness(cudaError_t e, const std::string& what) {
+  return cuda_failure(e, "kernelpro " + what);
+}
+
+kp_args NativeEvaluator::Impl::make_args(TensorSet& set, DeviceBuffer& workspace) {
+  kp_args a{};
+  a.abi_version = KP_ABI_VERSION;
+  a.num_inputs = static_cast<int32_t>(set.in_desc.size());
+  a.inputs = set.in_desc.data();
+  a.num_outputs = static_cast<int32_t>(set.out_desc.size());
+  a.outputs = set.out_desc.data();
+  a.num_scalars = static_cast<int32_t>(scalars.size());
+  a.scalars = scalars.data();
+  a.workspace = workspace.get();
+  a.workspace_bytes = workspace.bytes();
+  a.stream = stream;
+  return a;
+}
+
+MaybeStop NativeEvaluator::Impl::call(const CandidateLibrary& lib, kp_args& args, const char* who) {
+  args.message[0] = '\0';
+  int status = lib.run()(&args);
+  args.message[sizeof(args.message) - 1] = '\0';
+  if (status != KP_OK)
+    return Stop{Outcome::kRuntimeError, fmt::format("{} kp_run returned {} ({}){}{}", who, status, status_name(status),
+                                                    args.message[0] ? ": " : "", args.message)};
+  return cuda_failure(cudaGetLastError(), fmt::format("{} launch", who));
+}
+
+MaybeStop NativeEvaluator::Impl::call_and_sync(const CandidateLibrary& lib, kp_args& args, const char* who) {
+  KP_STOP_IF(call(lib, args, who));
+  return cuda_failure(cudaDeviceSynchronize(), fmt::format("{} execution", who));
+}
+
+MaybeStop NativeEvaluator::Impl::allocate_set(TensorSet& set) {
+  for (const auto& s : task->inputs) {
+    set.inputs.emplace_back();
+    KP_STOP_IF(harness(set.inputs.back().allocate(s.bytes()), "allocating input " + s.name));
+    set.in_desc.push_back(describe(s, set.inputs.back().get()));
+  }
+  for (const auto& s : task->outputs) {
+    set.outputs.emplace_back();
+    KP_STOP_IF(harness(set.outputs.back().allocate(s.bytes()), "allocating output " + s.name));
+    set.out_desc.push_back(describe(s, set.outputs.back().get()));
+  }
+  return std::nullopt;
+}
+
+MaybeStop NativeEvaluator::Impl::fill_inputs(TensorSet& set, uint64_t draw) {
+  for (size_t i = 0; i < task->inputs.size(); ++i) {
+    const auto& s = task->inputs[i];
+    KP_STOP_IF(
+        harness(fill_random(set.inputs[i].get(), s.dtype, s.numel(), s.init, seed + draw * 1000003ull, i, stream),
+                "generating input " + s.name));
+  }
+  return harness(cudaStreamSynchronize(stream), "generating inputs");
+}
+
+MaybeStop NativeEvaluator::Impl::poison_outputs(TensorSet& set) {
+  for (size_t i = 0; i < task->outputs.size(); ++i) {
+    const auto& s = task->outputs[i];
+    KP_STOP_IF(harness(
+        fill_pattern(set.outputs[i].get(), task::dtype_size(s.dtype), s.numel(), eval::poison_bits(s.dtype), stream),
+        "poisoning output " + s.name));
+  }
+  return harness(cudaStreamSynchronize(stream), "poisoning outputs");
+}
+
+MaybeStop NativeEvaluator::Impl::input_checksums(TensorSet& set, std::vector<uint64_t>* sums) {
+  sums->clear();
+  for (size_t i = 0; i < set.inputs.size(); ++i) {
+    uint64_t v = 0;
+    KP_STOP_IF(cuda_failure(
+        checksum(set.inputs[i].get(), set.inputs[i].bytes(), static_cast<uint64_t*>(scratch.get()), &v, stream),
+        "checksumming inputs"));
+    sums->push_back(v);
+  }
+  return std::nullopt;
+}
+
+MaybeStop NativeEvaluator::Impl::run_reference(const CandidateLibrary& ref, size_t k, eval::WorkerReport* report) {
+  // The reference writes into its own buffers, viewed through a copy of the descriptors.
+  TensorSet view;
+  view.in_desc = sets[k].in_desc;
+  for (size_t i = 0; i < task->outputs.size(); ++i)
+    view.out_desc.push_back(describe(task->outputs[i], ref_outputs[k][i].get()));
+  kp_args ra = make_args(view, ref_workspace);
+  if (MaybeStop s = call_and_sync(ref, ra, "the reference")) {
+    s->reason = "the task's reference failed: " + s->reason;
+    report->reference_failed = true;
+    return s;
+  }
+  return std::nullopt;
+}
+
+MaybeStop NativeEvaluator::Impl::setup(const CandidateLibrary& ref, const CandidateLibrary* cand) {
+  for (const auto& s : task->scalars) scalars.push_back({s.name.c_str(), s.is_integer ? 1 : 0, s.f, s.i});
+  size_t free_bytes = 0, total_bytes = 0;
+  KP_STOP_IF(harness(cudaMemGetInfo(&free_bytes, &total_bytes), "querying memory"));
+  uint64_t io = task->io_bytes(), out_bytes = 0;
+  for (const auto& s : task->outputs) out_bytes += s.bytes();
+  // Each set: its inputs, its outputs and the reference's outputs for it.
+  const int n_sets = eval::input_sets_that_fit(io + out_bytes, free_bytes, options->input_sets);
+  sets.resize(static_cast<size_t>(n_sets));
+  for (auto& s : sets) KP_STOP_IF(allocate_set(s));
+  ref_outputs.resize(sets.size());
+  for (auto& bufs : ref_outputs) {
+    for (const auto& s : task->outputs) {
+      bufs.emplace_back();
+      KP_STOP_IF(harness(bufs.back().allocate(s.bytes()), "allocating reference outputs"));
+    }
+  }
+  kp_args probe = make_args(sets[0], ref_workspace);
+  size_t rb = ref.workspace_bytes(probe), cb = cand ? cand->workspace_bytes(probe) : 0;
+  if (rb) KP_STOP_IF(harness(ref_workspace.allocate(rb), "allocating the reference workspace"));
+  if (cb)
+    KP_STOP_IF(
+        cuda_failure(cand_workspace.allocate(cb), fmt::format("allocating the candidate's workspace of {} bytes", cb)));
+  return std::nullopt;
+}
+
+MaybeStop NativeEvaluator::Impl::flush_l2() {
+  KP_STOP_IF(harness(evict_l2(flush.get(), flush.bytes(), stream), "flushing L2"));
+  cudaCtxResetPersistingL2Cache();
+  cudaGetLastError();
+  return harness(cudaStreamSynchronize(stream), "flushing L2");
+}
+
+}  // namespace kp::worker

@@ -1,0 +1,206 @@
+// Timing: event pairs around single calls with the L2 flushed before each, or graph replay for short
+// calls, sampled by verdict/timing_rule.h.
+#include "worker/evaluation.h"
+
+namespace kp::worker {
+
+MaybeStop NativeEvaluator::Impl::timed_call(const CandidateLibrary& lib, kp_args& args, TensorSet* poison,
+                                            const char* who, double* event_s, double* wall_s) {
+  if (poison) KP_STOP_IF(poison_outputs(*poison));
+  KP_STOP_IF(harness(evict_l2(flush.get(), flush.bytes(), stream), "flushing L2"));
+  cudaStreamAttrValue attr{};
+  attr.accessPolicyWindow.num_bytes = 0;
+  cudaStreamSetAttribute(stream, cudaStreamAttributeAccessPolicyWindow, &attr);
+  cudaCtxResetPersistingL2Cache();
+  cudaGetLastError();  // the two calls above may be unsupported; neither matters then
+  KP_STOP_IF(harness(cudaStreamSynchronize(stream), "flushing L2"));
+  auto t0 = Clock::now();
+  KP_STOP_IF(harness(cudaEventRecord(start, stream), "recording an event"));
+  KP_STOP_IF(call(lib, args, who));
+  KP_STOP_IF(harness(cudaEventRecord(stop, stream), "recording an event"));
+  KP_STOP_IF(cuda_failure(cudaDeviceSynchronize(), fmt::format("{} execution", who)));
+  *wall_s = seconds_since(t0);
+  float ms = 0;
+  KP_STOP_IF(harness(cudaEventElapsedTime(&ms, start, stop), "reading events"));
+  *event_s = ms * 1e-3;
+  return std::nullopt;
+}
+
+MaybeStop NativeEvaluator::Impl::time_library(const CandidateLibrary& lib, DeviceBuffer& workspace, Role role,
+                                              eval::TimingReport* timing, eval::WorkerReport* report) {
+  const bool candidate = role == Role::kCandidate;
+  const char* who = candidate ? "the candidate" : "the reference";
+  timing->input_sets = static_cast<int>(sets.size());
+  timing->l2_flush_bytes = static_cast<int64_t>(flush.bytes());
+  std::vector<kp_args> args;
+  for (auto& s : sets) args.push_back(make_args(s, workspace));
+  std::vector<bool> used(sets.size(), false);
+  auto timed = [&](size_t k, double* e, double* w) -> MaybeStop {
+    KP_STOP_IF(timed_call(lib, args[k], candidate ? &sets[k] : nullptr, who, e, w));
+    used[k] = true;
+    if (candidate) KP_STOP_IF(check_persisting_l2());
+    return std::nullopt;
+  };
+  std::vector<double> estimate;
+  for (int i = 0; i < std::max(options->warmup_calls, 1); ++i) {
+    double e = 0, w = 0;
+    KP_STOP_IF(timed(static_cast<size_t>(i) % args.size(), &e, &w));
+    estimate.push_back(e);
+  }
+  timing->warmup_calls = std::max(options->warmup_calls, 1);
+  double t_est = std::max(eval::summarize(estimate).median, 1e-7);
+  if (eval::use_graph_replay(t_est, *options)) {
+    MaybeStop g = time_with_graph(lib, workspace, role, timing, report);
+    if (g && g->outcome == Outcome::kOk && candidate) {
+      // An honest candidate (launches on args->stream only, no sync or allocation in kp_run)
+      // is always capturable; one that is not would escape the event timing of short calls.
+      return Stop{Outcome::kRejected,
+                  fmt::format("the calls could not be captured into a CUDA graph ({}): launch only on "
+                              "args->stream, and do not synchronize, allocate or use another stream in kp_run (a "
+                              "side stream or a background thread)",
+                              g->reason),
+                  "side_stream"};
+    }
+    if (!g || g->outcome != Outcome::kOk) return g;  // success, or a real failure
+    // else: the calls could not be captured; fall back to events below.
+  }
+  timing->method = "events";
+  // Samples until the median is known within median_ci, or the loop's wall budget (every call
+  // counted whole: poisoning, flush, syncs) or max_trials is spent (verdict/timing_rule.h).
+  const auto loop_start = Clock::now();
+  eval::SamplingStop decision = eval::SamplingStop::kContinue;
+  for (int i = 0; decision == eval::SamplingStop::kContinue; ++i) {
+    double e = 0, w = 0;
+    KP_STOP_IF(timed(static_cast<size_t>(i) % args.size(), &e, &w));
+    timing->samples_s.push_back(e);
+    timing->wall_s.push_back(w);
+    decision = eval::sampling_decision(timing->samples_s, seconds_since(loop_start), *options);
+  }
+  timing->stop = eval::to_string(decision);
+  timing->median_ci_rel = eval::median_interval95(timing->samples_s).relative_half_width();
+  timing->loop_wall_s = seconds_since(loop_start);
+  if (candidate) {
+    KP_STOP_IF(check_timed_outputs(used, report));
+    double ev = eval::summarize(timing->samples_s).median, wall = eval::summarize(timing->wall_s).median;
+    if (eval::wall_says_work_escaped(wall, ev, *options))
+      return Stop{Outcome::kRejected,
+                  fmt::format("work escaped the stream (a side stream or a background thread): the median call "
+                              "takes {:.1f} us of wall time to a device-wide sync but only {:.1f} us between events "
+                              "on the given stream; launch everything on args->stream and do not block on the host",
+                              wall * 1e6, ev * 1e6),
+                  "side_stream"};
+  }
+  return std::nullopt;
+}
+
+bool NativeEvaluator::Impl::ensure_graph_outputs(int calls) {
+  if (graph_views.size() == static_cast<size_t>(calls)) return true;
+  graph_views.clear();
+  uint64_t out_bytes = 0;
+  for (const auto& s : task->outputs) out_bytes += s.bytes();
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess ||
+      !eval::graph_outputs_fit(out_bytes, calls, free_bytes)) {
+    cudaGetLastError();
+    return false;
+  }
+  graph_views.resize(static_cast<size_t>(calls));
+  for (size_t i = 0; i < graph_views.size(); ++i) {
+    TensorSet& v = graph_views[i];
+    v.in_desc = sets[i % sets.size()].in_desc;
+    for (const auto& s : task->outputs) {
+      v.outputs.emplace_back();
+      if (v.outputs.back().allocate(s.bytes()) != cudaSuccess) {
+        cudaGetLastError();
+        graph_views.clear();
+        return false;
+      }
+      v.out_desc.push_back(describe(s, v.outputs.back().get()));
+    }
+  }
+  return true;
+}
+
+MaybeStop NativeEvaluator::Impl::time_with_graph(const CandidateLibrary& lib, DeviceBuffer& workspace, Role role,
+                                                 eval::TimingReport* timing, eval::WorkerReport* report) {
+  const bool candidate = role == Role::kCandidate;
+  const char* who = candidate ? "the candidate" : "the reference";
+  const int calls = std::max(options->graph_calls, 1);
+  const bool own_outputs = ensure_graph_outputs(calls);
+  std::vector<kp_args> args;
+  std::vector<bool> used(sets.size(), false);
+  for (int i = 0; i < calls; ++i) {
+    const size_t k = static_cast<size_t>(i) % sets.size();
+    args.push_back(make_args(own_outputs ? graph_views[static_cast<size_t>(i)] : sets[k], workspace));
+    used[k] = true;
+  }
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  if (cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal); e != cudaSuccess) {
+    cudaGetLastError();
+    return Stop{Outcome::kOk, fmt::format("capture did not start: {}", cudaGetErrorName(e))};
+  }
+  MaybeStop failed;
+  for (int i = 0; i < calls && !failed; ++i) failed = call(lib, args[static_cast<size_t>(i)], who);
+  cudaError_t end = cudaStreamEndCapture(stream, &graph);
+  if (failed || end != cudaSuccess || !graph) {
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    KP_STOP_IF(cuda_failure(cudaDeviceSynchronize(), fmt::format("{} execution", who)));
+    return Stop{Outcome::kOk, failed ? failed->reason : std::string(cudaGetErrorName(end))};
+  }
+  if (cudaError_t e = cudaGraphInstantiate(&exec, graph, 0); e != cudaSuccess) {
+    cudaGraphDestroy(graph);
+    cudaGetLastError();
+    return Stop{Outcome::kOk, fmt::format("graph not instantiable: {}", cudaGetErrorName(e))};
+  }
+  timing->method = "graph";
+  MaybeStop result;
+  if (candidate) result = check_persisting_l2();
+  if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
+  if (!result) result = cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who));
+  // One sample per replay, until the sampling rule stops (verdict/timing_rule.h).
+  const auto loop_start = Clock::now();
+  eval::SamplingStop decision = eval::SamplingStop::kContinue;
+  while (!result && decision == eval::SamplingStop::kContinue) {
+    result = harness(cudaEventRecord(start, stream), "recording an event");
+    if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
+    if (!result) result = harness(cudaEventRecord(stop, stream), "recording an event");
+    if (!result) result = cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who));
+    float ms = 0;
+    if (!result) result = harness(cudaEventElapsedTime(&ms, start, stop), "reading events");
+    if (!result) timing->samples_s.push_back(ms * 1e-3 / calls);
+    decision = eval::sampling_decision(timing->samples_s, seconds_since(loop_start), *options);
+  }
+  timing->stop = eval::to_string(decision);
+  timing->median_ci_rel = eval::median_interval95(timing->samples_s).relative_half_width();
+  timing->loop_wall_s = seconds_since(loop_start);
+  if (candidate && !result) {
+    if (own_outputs) {
+      for (size_t i = 0; i < graph_views.size() && !result; ++i) result = poison_outputs(graph_views[i]);
+    } else {
+      for (size_t k = 0; k < sets.size() && !result; ++k)
+        if (used[k]) result = poison_outputs(sets[k]);
+    }
+    if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
+    if (!result) result = cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who));
+    if (!result && !own_outputs) result = check_timed_outputs(used, report);
+    for (size_t i = 0; own_outputs && i < graph_views.size() && !result; ++i) {
+      const size_t k = i % sets.size();
+      MaybeStop s = compare_outputs(graph_views[i], k, report, fmt::format("of call {}", i + 1));
+      if (s && s->outcome == Outcome::kIncorrect)
+        result = Stop{Outcome::kRejected,
+                      fmt::format("the output of timed call {} of {} in the replayed graph (input set {}) was not "
+                                  "computed by that call ({}): work deferred to or batched with other calls",
+                                  i + 1, calls, k, s->reason),
+                      "batched_calls"};
+      else
+        result = std::move(s);
+    }
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  return result;
+}
+
+}  // namespace kp::worker
