@@ -60,7 +60,7 @@ struct DeviceInfo {
   // bytes written per second); the physics floor is derived from it. 0 when not measured.
   double dram_bytes_per_s = 0;
   // Peak SM clock, kHz (cudaDevAttrClockRate); with sm_count and the architecture it gives the
-  // tensor-core peak of the physics floor (eval/physics_floor.h). 0 when unknown.
+  // tensor-core peak of the physics floor (verdict/physics_floor.h). 0 when unknown.
   int sm_clock_khz = 0;
 };
 
@@ -70,7 +70,7 @@ struct TimingReport {
   std::vector<double> wall_s;     // launch-to-device-sync wall time per call ("events" only)
   int warmup_calls = 0;
   int input_sets = 0;
-  int64_t l2_flush_bytes = 0;     // zeroed before each timed call ("events")
+  int64_t l2_flush_bytes = 0;     // read (evict_l2) before each timed call ("events")
   // Why sampling stopped (verdict/timing_rule.h): "precise" (the median's 95% interval within
   // median_ci), "budget" (timing_budget_s of loop wall time), "max_trials".
   std::string stop;

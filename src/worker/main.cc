@@ -1,5 +1,5 @@
 // kp-worker: the only process with a CUDA context for native tasks. It serves the JSON-lines
-// protocol of eval/protocol.h on fds 3 (requests) and 4 (replies); stdout and stderr belong to
+// protocol of verdict/protocol.h on fds 3 (requests) and 4 (replies); stdout and stderr belong to
 // the candidates. `kp-worker --once REQ REPLY` answers one request from a file instead, for runs
 // under ncu or with the trace library injected. It exits after a sticky CUDA error, since its context is then lost; the
 // orchestrator starts a new one.

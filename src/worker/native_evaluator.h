@@ -30,7 +30,7 @@ class NativeEvaluator {
   eval::WorkerReport evaluate(const task::Task& task, const std::string& ref_path, const std::string& cand_path,
                               const eval::EvalOptions& options, uint64_t seed, bool* context_poisoned);
 
-  // Profiles the candidate (eval/protocol.h, ProfileRequest): one input set, one correctness
+  // Profiles the candidate (verdict/protocol.h, ProfileRequest): one input set, one correctness
   // trial against the reference (a failure ends it with that outcome and no counters), then
   // request.warmup_calls untimed calls, then the collection the mode asks for. Before each
   // observed call L2 is flushed, as before a timed call. The same poisoning rules as evaluate().
