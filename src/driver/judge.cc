@@ -81,32 +81,27 @@ Result<eval::EvalResult> Judge::evaluate(const task::Task& task, const fs::path&
   return r;
 }
 
-Result<ProfilePage> Judge::profile(const task::Task& task, const fs::path& candidate, const fs::path& library_source,
-                                   const ProfileSessionOptions& options, const ProgressFn& progress) {
+ProfileOn Judge::on_worker(const task::Task& task, const fs::path& candidate, const fs::path& library_source) {
   ProfileOn on;
   on.evaluator = evaluator_.get();
-  on.verdict = [&]() -> Result<eval::EvalResult> {
+  on.verdict = [this, &task, candidate, library_source]() -> Result<eval::EvalResult> {
     if (const eval::EvalResult* kept = verdict_of(candidate, library_source)) {
       ++stats_.verdict_reuses;
       return *kept;
     }
     return evaluate(task, candidate, library_source);
   };
-  return run_profile(task, candidate, library_source, options, progress, on);
+  return on;
+}
+
+Result<ProfilePage> Judge::profile(const task::Task& task, const fs::path& candidate, const fs::path& library_source,
+                                   const ProfileSessionOptions& options, const ProgressFn& progress) {
+  return run_profile(task, candidate, library_source, options, progress, on_worker(task, candidate, library_source));
 }
 
 Result<AnalyzePage> Judge::analyze(const task::Task& task, const fs::path& candidate, const fs::path& library_source,
                                    const AnalyzeOptions& options, const ProgressFn& progress) {
-  ProfileOn on;
-  on.evaluator = evaluator_.get();
-  on.verdict = [&]() -> Result<eval::EvalResult> {
-    if (const eval::EvalResult* kept = verdict_of(candidate, library_source)) {
-      ++stats_.verdict_reuses;
-      return *kept;
-    }
-    return evaluate(task, candidate, library_source);
-  };
-  return run_analyze(task, candidate, library_source, options, progress, on);
+  return run_analyze(task, candidate, library_source, options, progress, on_worker(task, candidate, library_source));
 }
 
 }  // namespace kp::driver

@@ -72,6 +72,10 @@ class Judge {
   // contents), shapes, scalars and precision, and the GPU (name and PCI bus).
   std::string reference_key(const task::Task& task) const;
   std::string candidate_key(const std::filesystem::path& candidate, const std::filesystem::path& library_source) const;
+  // Where a profile of the candidate runs: this judge's worker, with its kept verdict (else a new
+  // evaluation by this judge).
+  ProfileOn on_worker(const task::Task& task, const std::filesystem::path& candidate,
+                      const std::filesystem::path& library_source);
 
   eval::EvaluatorOptions options_;
   std::unique_ptr<eval::Evaluator> evaluator_;
