@@ -285,8 +285,9 @@ Result<std::unique_ptr<LoopJudges>> loop_judges(const std::string& task_path, bo
   ProfileFlags pf;
   pf.eval = eval;
   pf.eval.task = task_path;
-  // A KernelBench problem's setup asks for a candidate; each analysis names its own.
-  if (is_kernelbench_path(task_path)) pf.eval.candidate = task_path;
+  // The setup asks for a candidate (and a native task may have no seed.cu); each analysis names
+  // its own, so this one is never read.
+  pf.eval.candidate = task_path;
   auto out = std::make_unique<LoopJudges>();
   KP_TRY(out->profile, profile_setup(pf, common, "optimize"));
   out->feedback = feedback;
