@@ -51,33 +51,34 @@ const eval::EvalResult* Judge::verdict_of(const fs::path& candidate, const fs::p
 
 Result<eval::EvalResult> Judge::evaluate(const task::Task& task, const fs::path& candidate,
                                          const fs::path& library_source) {
-  const eval::ReferenceTiming* reference = nullptr;
-  if (options_.eval.time_reference) {
-    // Without a GPU the evaluation says so (not_run); nothing to time.
-    if (evaluator_->worker().device().ok()) {
-      const std::string key = reference_key(task);
-      auto it = references_.find(key);
-      if (it != references_.end()) {
-        reference = &it->second;
-        ++stats_.reference_reuses;
-      } else if (!failed_references_.count(key)) {
-        auto timed = evaluator_->time_reference(task);
-        if (timed.ok()) {
-          ++stats_.reference_timings;
-          stats_.reference_seconds += timed->worker_seconds;
-          reference = &references_.emplace(key, std::move(*timed)).first->second;
-        } else if (timed.error().code == ErrorCode::kInvalidInput) {
-          return std::move(timed).error();  // the task's reference is at fault
-        } else {
-          // A crash or hang of the reference alone: the evaluation times it itself, as before.
-          failed_references_[key] = timed.error().message;
-        }
-      }
+  // Asked by the evaluation once the candidate has built and a GPU is there: a candidate that
+  // does not compile costs no reference timing.
+  std::optional<Error> task_error;
+  eval::ReferenceSource reference = [&]() -> const eval::ReferenceTiming* {
+    if (!options_.eval.time_reference) return nullptr;
+    const std::string key = reference_key(task);
+    if (auto it = references_.find(key); it != references_.end()) {
+      ++stats_.reference_reuses;
+      return &it->second;
     }
-  }
-  KP_TRY(eval::EvalResult r, evaluator_->evaluate(task, candidate, library_source, reference));
+    if (failed_references_.count(key)) return nullptr;
+    auto timed = evaluator_->time_reference(task);
+    if (!timed.ok()) {
+      // The task's reference at fault ends the evaluation; a crash or hang of the reference
+      // alone lets the evaluation time it itself, as before.
+      if (timed.error().code == ErrorCode::kInvalidInput) task_error = timed.error();
+      failed_references_[key] = timed.error().message;
+      return nullptr;
+    }
+    ++stats_.reference_timings;
+    stats_.reference_seconds += timed->worker_seconds;
+    return &references_.emplace(key, std::move(*timed)).first->second;
+  };
+  auto r = evaluator_->evaluate(task, candidate, library_source, reference);
+  if (task_error) return *task_error;
+  if (!r.ok()) return r;
   ++stats_.evaluations;
-  verdicts_[candidate_key(candidate, library_source)] = r;
+  verdicts_[candidate_key(candidate, library_source)] = *r;
   return r;
 }
 

@@ -29,19 +29,22 @@ Evaluator::Evaluator(EvaluatorOptions options)
 
 Evaluator::~Evaluator() = default;
 
-Result<EvalResult> Evaluator::evaluate(const task::Task& task, const fs::path& candidate, const fs::path& library_source,
-                                       const ReferenceTiming* reference) {
-  if (task.kind == task::TaskKind::kKernelBench) return evaluate_kernelbench(task, candidate, library_source, reference);
+Result<EvalResult> Evaluator::evaluate(const task::Task& task, const fs::path& candidate,
+                                       const fs::path& library_source, const ReferenceSource& reference) {
+  if (task.kind == task::TaskKind::kKernelBench)
+    return evaluate_kernelbench(task, candidate, library_source, reference);
   auto t0 = Clock::now();
   EvalResult r;
   r.task_name = task.name;
   r.candidate = candidate;
   if (!library_source.empty())
-    return make_error(ErrorCode::kInvalidInput, fmt::format("{}: a separate .cu applies to KernelBench problems only; a "
-                                                            "native task's candidate is itself the .cu",
-                                                            library_source.string()));
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("{}: a separate .cu applies to KernelBench problems only; a "
+                                  "native task's candidate is itself the .cu",
+                                  library_source.string()));
   if (!fs::is_regular_file(candidate))
-    return make_error(ErrorCode::kNotFound, fmt::format("{}: no such candidate file (a .cu that exports kp_run)", candidate.string()));
+    return make_error(ErrorCode::kNotFound,
+                      fmt::format("{}: no such candidate file (a .cu that exports kp_run)", candidate.string()));
 
   // The worker's CUDA start-up (and its Range Profiler prewarm) overlaps the build.
   worker_.launch();
@@ -53,9 +56,10 @@ Result<EvalResult> Evaluator::evaluate(const task::Task& task, const fs::path& c
   r.reference_build = *builds[0];
   r.candidate_build = *builds[1];
   if (!r.reference_build->ok)
-    return make_error(ErrorCode::kInvalidInput,
-                      fmt::format("the task's reference {} does not compile; fix the task:\n{}", task.reference_path.string(),
-                                  build::summarize_diagnostics(r.reference_build->diagnostics, 5)));
+    return make_error(
+        ErrorCode::kInvalidInput,
+        fmt::format("the task's reference {} does not compile; fix the task:\n{}", task.reference_path.string(),
+                    build::summarize_diagnostics(r.reference_build->diagnostics, 5)));
   if (!r.candidate_build->ok) {
     r.outcome = Outcome::kCompileError;
     r.reason = build::summarize_diagnostics(r.candidate_build->diagnostics, 5);
@@ -65,8 +69,10 @@ Result<EvalResult> Evaluator::evaluate(const task::Task& task, const fs::path& c
 
   if (r.candidate_build->exports_kp_run == false) {
     r.outcome = Outcome::kLoadError;
-    r.reason = fmt::format("{} does not export kp_run: define `KP_EXPORT int kp_run(kp_args* args)` "
-                           "(include <kernelpro/kp_abi.h>)", candidate.string());
+    r.reason = fmt::format(
+        "{} does not export kp_run: define `KP_EXPORT int kp_run(kp_args* args)` "
+        "(include <kernelpro/kp_abi.h>)",
+        candidate.string());
     r.total_seconds = since(t0);
     return r;
   }
@@ -85,7 +91,7 @@ Result<EvalResult> Evaluator::evaluate(const task::Task& task, const fs::path& c
 }
 
 Result<EvalResult> Evaluator::evaluate_kernelbench(const task::Task& task, const fs::path& candidate,
-                                                   fs::path library_source, const ReferenceTiming* reference) {
+                                                   fs::path library_source, const ReferenceSource& reference) {
   auto t0 = Clock::now();
   EvalResult r;
   r.task_name = task.name;
@@ -135,7 +141,7 @@ Result<EvalResult> Evaluator::evaluate_kernelbench(const task::Task& task, const
 
 Status Evaluator::run_on_worker(const task::Task& task, EvalResult& r, const fs::path& reference,
                                 const fs::path& candidate, const KernelBenchFiles* files,
-                                const ReferenceTiming* reference_timing) {
+                                const ReferenceSource& reference_time) {
   auto t1 = Clock::now();
   auto dev = worker_.device();
   r.worker_start_seconds = since(t1);
@@ -146,6 +152,7 @@ Status Evaluator::run_on_worker(const task::Task& task, EvalResult& r, const fs:
     return ok_status();
   }
   r.device = *dev;
+  const ReferenceTiming* reference_timing = reference_time ? reference_time() : nullptr;
   auto t2 = Clock::now();
   EvalOptions options = options_.eval;
   if (reference_timing) options.time_reference = false;  // the judge's measurement stands for it
@@ -221,8 +228,9 @@ Result<ReferenceTiming> Evaluator::time_reference(const task::Task& task) {
                       fmt::format("{}; the task is at fault, not a candidate: {} must run on the task's own inputs",
                                   ev.report.reason, task.reference_path.string()));
   if (ev.report.outcome != Outcome::kOk || !ev.report.reference_timing || ev.report.reference_timing->samples_s.empty())
-    return make_error(ErrorCode::kTool, fmt::format("timing the reference alone: {} ({})", to_string(ev.report.outcome),
-                                                    ev.report.reason.empty() ? "no timing in the reply" : ev.report.reason));
+    return make_error(ErrorCode::kTool,
+                      fmt::format("timing the reference alone: {} ({})", to_string(ev.report.outcome),
+                                  ev.report.reason.empty() ? "no timing in the reply" : ev.report.reason));
   t.timing = *ev.report.reference_timing;
   t.seconds = summarize(t.timing.samples_s).median;
   return t;

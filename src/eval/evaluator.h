@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -31,18 +32,18 @@ struct EvalResult {
   std::string task_name;
   std::filesystem::path candidate;
   CandidateForm form = CandidateForm::kNative;
-  std::filesystem::path library_source;   // prebuilt form: the .cu built into candidate_build
+  std::filesystem::path library_source;               // prebuilt form: the .cu built into candidate_build
   std::optional<build::BuildResult> candidate_build;  // native, and the prebuilt form's .cu
   std::optional<build::BuildResult> reference_build;
-  std::optional<DeviceInfo> device;       // absent when no GPU
-  std::optional<WorkerReport> report;     // the worker's findings
+  std::optional<DeviceInfo> device;    // absent when no GPU
+  std::optional<WorkerReport> report;  // the worker's findings
   std::string candidate_stdout, candidate_stderr;
   // Derived from report (when timed): median seconds per call and its spread.
   Summary time;
   double reference_seconds = 0;
-  double speedup_vs_reference = 0;        // reference median / candidate median
-  double achieved_bytes_per_s = 0;        // task ideal bytes / median
-  double achieved_flops_per_s = 0;        // task ideal FLOPs / median
+  double speedup_vs_reference = 0;  // reference median / candidate median
+  double achieved_bytes_per_s = 0;  // task ideal bytes / median
+  double achieved_flops_per_s = 0;  // task ideal FLOPs / median
   // Where the wall time of this evaluation went, seconds.
   double build_seconds = 0, worker_start_seconds = 0, worker_seconds = 0, total_seconds = 0;
 };
@@ -51,11 +52,16 @@ struct EvalResult {
 // has never loaded a candidate. The judge (driver/judge.h) keeps one per task, shapes and GPU for
 // a run and hands it to every evaluation of that task.
 struct ReferenceTiming {
-  double seconds = 0;        // median per call
-  TimingReport timing;       // its samples, method and why sampling stopped
-  double worker_seconds = 0; // the request's wall time
-  bool own_worker = false;   // timed in a worker started for it (the evaluator's had run a candidate)
+  double seconds = 0;         // median per call
+  TimingReport timing;        // its samples, method and why sampling stopped
+  double worker_seconds = 0;  // the request's wall time
+  bool own_worker = false;    // timed in a worker started for it (the evaluator's had run a candidate)
 };
+
+// Where an evaluation gets the reference's time when it does not time the reference itself:
+// called once the candidate has built and a GPU is there (so a candidate that does not compile
+// costs no reference timing); nullptr from it means "time it in this evaluation".
+using ReferenceSource = std::function<const ReferenceTiming*()>;
 
 struct EvaluatorOptions {
   build::BuildOptions build;
@@ -71,7 +77,8 @@ class Evaluator {
   // Evaluates candidate (a .cu file) on task. Every failure of the candidate is an outcome;
   // an Error means the evaluation could not be attempted: the candidate file is missing
   // (kNotFound), the task's own reference does not build or fails on the task's own shapes
-  // (kInvalidInput, with the diagnostics or the reference's message), or nvcc is missing. Without a GPU the outcome is not_run, with both builds reported.
+  // (kInvalidInput, with the diagnostics or the reference's message), or nvcc is missing. Without a GPU the outcome is
+  // not_run, with both builds reported.
   //
   // KernelBench task (the worker must then be the Python worker): candidate is a .py. The
   // prebuilt form is taken when library_source names a .cu, or, when it is empty, when a .cu
@@ -81,12 +88,12 @@ class Evaluator {
   // a missing candidate or .cu, kInvalidInput when the candidate is not a .py or the problem's
   // Model fails on its own inputs.
   //
-  // `reference`: the reference's time, measured before (time_reference); the worker then does
-  // not time the reference (it still runs it for the expected outputs) and the verdict's
-  // reference_seconds and speedup are that measurement's.
+  // `reference`: where the reference's time comes from (the judge's run-wide measurement, see
+  // ReferenceSource); when it gives one, the worker does not time the reference (it still runs
+  // it for the expected outputs) and the verdict's reference_seconds and speedup are that
+  // measurement's. Errors it returns through `reference_error` end the evaluation (the task's).
   Result<EvalResult> evaluate(const task::Task& task, const std::filesystem::path& candidate,
-                              const std::filesystem::path& library_source = {},
-                              const ReferenceTiming* reference = nullptr);
+                              const std::filesystem::path& library_source = {}, const ReferenceSource& reference = {});
 
   // Times the task's reference alone, in this evaluator's worker when it has never loaded a
   // candidate (the first request of a run), else in a worker started for this and stopped
@@ -103,11 +110,11 @@ class Evaluator {
 
  private:
   Result<EvalResult> evaluate_kernelbench(const task::Task& task, const std::filesystem::path& candidate,
-                                          std::filesystem::path library_source, const ReferenceTiming* reference);
+                                          std::filesystem::path library_source, const ReferenceSource& reference);
   // Runs the worker part shared by both task kinds and fills r from its report.
   Status run_on_worker(const task::Task& task, EvalResult& r, const std::filesystem::path& reference,
                        const std::filesystem::path& candidate, const KernelBenchFiles* files,
-                       const ReferenceTiming* reference_timing);
+                       const ReferenceSource& reference_time);
 
   EvaluatorOptions options_;
   build::Builder builder_;

@@ -339,18 +339,26 @@ TEST_F(KernelBenchE2e, LoadInlineCandidateIsEvaluatedByThePythonWorker) {
   EXPECT_DOUBLE_EQ(j["speedup_vs_reference"].get<double>(), 2.0);
   EXPECT_EQ(j["kernels"].size(), 1u);
   auto reqs = requests();
-  ASSERT_EQ(reqs.size(), 1u);
-  EXPECT_EQ(reqs[0]["task"]["kind"], "kernelbench");
-  EXPECT_EQ(reqs[0]["task"]["problem_id"], 1);
+  // The judge times the problem's Model alone first, where no candidate was loaded, then the
+  // candidate without timing the reference again.
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(reqs[0]["options"]["reference_only"], true);
+  EXPECT_EQ(reqs[0]["candidate"], "");
   EXPECT_EQ(reqs[0]["reference"], p.string());
-  EXPECT_EQ(reqs[0]["candidate"], c.string());
-  EXPECT_EQ(reqs[0]["build_dir"], (dir_->path() / "cache" / "kernelpro" / "build" / "torch_extensions").string());
-  EXPECT_FALSE(reqs[0].contains("library"));
-  EXPECT_EQ(reqs[0]["options"]["precision_policy"], "fp64");
-  EXPECT_EQ(reqs[0]["options"]["strict_kernels"], true);
-  EXPECT_EQ(reqs[0]["options"]["correctness_trials"], 5);  // KernelBench's scripts use 5
   EXPECT_EQ(reqs[0]["options"]["precision"], "bf16");
-  EXPECT_EQ(reqs[0]["options"]["timeout_s"], 600);
+  EXPECT_EQ(reqs[1]["options"]["reference_only"], false);
+  EXPECT_EQ(reqs[1]["options"]["time_reference"], false);
+  EXPECT_EQ(reqs[1]["task"]["kind"], "kernelbench");
+  EXPECT_EQ(reqs[1]["task"]["problem_id"], 1);
+  EXPECT_EQ(reqs[1]["reference"], p.string());
+  EXPECT_EQ(reqs[1]["candidate"], c.string());
+  EXPECT_EQ(reqs[1]["build_dir"], (dir_->path() / "cache" / "kernelpro" / "build" / "torch_extensions").string());
+  EXPECT_FALSE(reqs[1].contains("library"));
+  EXPECT_EQ(reqs[1]["options"]["precision_policy"], "fp64");
+  EXPECT_EQ(reqs[1]["options"]["strict_kernels"], true);
+  EXPECT_EQ(reqs[1]["options"]["correctness_trials"], 5);  // KernelBench's scripts use 5
+  EXPECT_EQ(reqs[1]["options"]["precision"], "bf16");
+  EXPECT_EQ(reqs[1]["options"]["timeout_s"], 600);
 
   CliRun text = run({"eval", p.string(), c.string(), "--python", fake()});
   EXPECT_EQ(text.exit_code, 0) << text.err;
@@ -375,7 +383,7 @@ TEST_F(KernelBenchE2e, PythonFromTheEnvironment) {
   fs::path c = write("double.py", "class ModelNew: pass\n");
   CliRun r = run({"eval", p.string(), c.string()}, {{"KERNELPRO_PYTHON", fake()}});
   EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
-  EXPECT_EQ(requests().size(), 1u);
+  EXPECT_EQ(requests().size(), 2u);  // the reference alone, then the candidate
 }
 
 TEST_F(KernelBenchE2e, ACuBesideTheCandidateIsBuiltAndPassedAsALibrary) {
@@ -396,10 +404,11 @@ TEST_F(KernelBenchE2e, ACuBesideTheCandidateIsBuiltAndPassedAsALibrary) {
   EXPECT_EQ(j["build"]["ok"], true);
   EXPECT_GT(j["seconds"]["build"].get<double>(), 0);
   auto reqs = requests();
-  ASSERT_EQ(reqs.size(), 1u);
-  EXPECT_EQ(reqs[0]["library_source"], cu.string());
-  EXPECT_EQ(reqs[0]["library"], j["build"]["artifact"]);
-  EXPECT_FALSE(reqs[0].contains("build_dir"));
+  ASSERT_EQ(reqs.size(), 2u);  // the reference alone, then the candidate
+  EXPECT_FALSE(reqs[0].contains("library"));
+  EXPECT_EQ(reqs[1]["library_source"], cu.string());
+  EXPECT_EQ(reqs[1]["library"], j["build"]["artifact"]);
+  EXPECT_FALSE(reqs[1].contains("build_dir"));
 
   // --cu names another file; one that does not compile is the candidate's compile_error.
   fs::path bad = write("other/broken.cu", "__global__ void k() { this is not C++ }\n");
@@ -409,7 +418,7 @@ TEST_F(KernelBenchE2e, ACuBesideTheCandidateIsBuiltAndPassedAsALibrary) {
   ASSERT_FALSE(bj.is_discarded()) << b.out;
   EXPECT_EQ(bj["outcome"], "compile_error");
   EXPECT_NE(bj["reason"].get<std::string>().find("broken.cu"), std::string::npos) << bj["reason"];
-  EXPECT_EQ(requests().size(), 1u) << "a candidate that does not compile never reaches the worker";
+  EXPECT_EQ(requests().size(), 2u) << "a candidate that does not compile never reaches the worker";
 
   CliRun missing = run({"eval", p.string(), c.string(), "--cu", "/nonexistent/k.cu", "--python", fake()});
   EXPECT_EQ(missing.exit_code, 2) << missing.err;

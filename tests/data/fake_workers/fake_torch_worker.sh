@@ -12,8 +12,9 @@
 #             sleeps $FAKE_SLEEP seconds when that is set.
 #   prewarm   logged to $FAKE_LOG; "crash" kills the worker, "compile_fails" answers ok:false,
 #             any other ok
-#   eval      an ok report with timing, a traced kernel and a physics floor; the request line
-#             is appended to $FAKE_LOG.
+#   eval      an ok report with timing, a traced kernel and a physics floor; a reference-only
+#             request (the judge timing the problem's Model alone) the reference's 2 ms; the
+#             request line is appended to $FAKE_LOG.
 [ -n "${FAKE_STARTS:-}" ] && echo start >> "$FAKE_STARTS"
 bad=""
 [ "$1 $2" = "-m kernelpro_torch.worker" ] || bad="started with arguments '$*', not '-m kernelpro_torch.worker'"
@@ -50,6 +51,9 @@ while read -r line <&3; do
         *compile_fails*) echo '{"ok":false,"id":'"$id"',"seconds":0.1,"error":"torch._dynamo.exc.Unsupported: fake","exiting":false}' >&4 ;;
         *) echo '{"ok":true,"id":'"$id"',"seconds":3.5,"error":"","exiting":false}' >&4 ;;
       esac ;;
+    *'"reference_only":true'*)
+      [ -n "${FAKE_LOG:-}" ] && printf '%s\n' "$line" >> "$FAKE_LOG"
+      echo '{"ok":true,"id":'"$id"',"exiting":false,"report":{"outcome":"ok","reason":"","trials_run":0,"checks":[],"output_names":[],"reference_seconds":0.002,"reference_timing":{"method":"events","samples_s":[0.002,0.002,0.002],"wall_s":[],"stop":"precise"},"seed":7}}' >&4 ;;
     *'"op":"eval"'*)
       [ -n "${FAKE_LOG:-}" ] && printf '%s\n' "$line" >> "$FAKE_LOG"
       echo "candidate says hi" >&2
