@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Issue 27's figures on the GPU machine, in steps that fit the device tool's calls. Run from the
 # repo root there, carrying:
-#   gpu-carry     this build, packed by `BUILD=build SLIM=1 bash scripts/pack_gpu_build.sh`
+#   gpu-carry     this build, packed by `CUTLASS=1 BUILD=build SLIM=1 bash scripts/pack_gpu_build.sh`
+#                 (CUTLASS=1 brings the headers the CuTe seed includes; without them the gpu
+#                 tier's two CuTe cases fail with "cute/tensor.hpp: No such file")
 #   before-carry  the build of the commit before the judge (`bash scripts/pack_before_build.sh`):
 #                 its kernelpro, kp-worker and CUPTI libraries in build/, and the files they read
 #                 at run time (include/, python/, prompts/, rules/) from that commit
@@ -14,6 +16,7 @@ OUT=${OUT:-gpu-results}
 mkdir -p "$OUT" /work
 ln -sfn "$PWD" /work/main && ln -sfn "$PWD/gpu-carry/build" build && ln -sfn "$PWD/before-carry" /work/before
 cd /work/main
+[ -d gpu-carry/cutlass ] && export CUTLASS_PATH=$PWD/gpu-carry/cutlass
 export XDG_CACHE_HOME=/tmp/kpcache XDG_DATA_HOME=/tmp/kpdata LD_LIBRARY_PATH=$PWD/gpu-carry/lib PYTHONUNBUFFERED=1
 R=results
 mkdir -p "$R"
