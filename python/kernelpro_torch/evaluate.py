@@ -183,8 +183,31 @@ class Device:
         full of dirty lines that the next kernel pays to write back (kp-worker's evict_l2 does the
         same; on the H200 it brought the in-process layernorm time within 0.7% of ncu's)."""
         self._flush_sink = self.flush.view(torch.int32).sum()
-        self.driver.reset_persisting_l2()
+        self.reset_persisting_l2()
         _sync()
+
+    def reset_persisting_l2(self):
+        """No persisting-L2 set-aside, no access-policy window on the current stream."""
+        self.driver.reset_persisting_l2()
+        self.driver.clear_access_policy_window(torch.cuda.current_stream().cuda_stream)
+
+    def persisting_l2_stop(self):
+        """A Stop when persisting L2 is set aside or the current stream has an access-policy window
+        (what survives the L2 flush between timed calls, as kp-worker's check_persisting_l2 sees
+        it), else None. Either is cleared before the Stop is returned."""
+        what = []
+        limit = self.driver.persisting_l2_limit()
+        if limit:
+            what.append(f"a persisting-L2 limit of {limit} bytes (cudaLimitPersistingL2CacheSize)")
+        window = self.driver.access_policy_window_bytes(torch.cuda.current_stream().cuda_stream)
+        if window:
+            what.append(f"an access-policy window of {window} bytes on the current stream")
+        if not what:
+            return None
+        self.reset_persisting_l2()
+        return Stop("rejected", f"the candidate set aside persisting L2 ({' and '.join(what)}), which survives the L2 "
+                                "flush between timed calls; timed calls must start from a cold cache",
+                    cheat="persisting_l2")
 
 
 def _cuda_version_int():
@@ -231,11 +254,9 @@ def time_calls(dev, call, sets, options, check=None, who="the candidate", thread
         bisect.insort(ordered, sample)
         if check is not None:
             check(i, k, out)
-            limit = dev.driver.persisting_l2_limit()
-            if limit:
-                raise Stop("rejected", f"the candidate set aside {limit} bytes of persisting L2 "
-                                       "(cudaLimitPersistingL2CacheSize), which survives the L2 flush between timed "
-                                       "calls; timed calls must start from a cold cache", cheat="persisting_l2")
+            held = dev.persisting_l2_stop()
+            if held is not None:
+                raise held
             if threads_fixed is not None and thread_count() > threads_fixed:
                 raise Stop("rejected", f"the process has {thread_count()} threads after timed call {i + 1}, "
                                        f"{threads_fixed} before timing: the candidate started a background thread, "
@@ -514,7 +535,7 @@ class Evaluation:
 
     def driver_reset(self):
         try:
-            self.dev.driver.reset_persisting_l2()
+            self.dev.reset_persisting_l2()
         except Exception:
             pass
 

@@ -1,7 +1,8 @@
 """Thin ctypes bindings to the CUDA driver and NVML: what PyTorch does not expose.
 
-Only what the worker needs: the persisting-L2 limit (to reset it before each timed call and to
-see whether a candidate set it), and NVML's energy counter, clock and temperature. Every entry
+Only what the worker needs: the persisting-L2 limit and a stream's access-policy window (to reset
+them before each timed call and to see whether a candidate set them), and NVML's energy counter,
+clock and temperature. Every entry
 point degrades to "unavailable" instead of raising, so a machine without NVML still evaluates.
 """
 
@@ -9,6 +10,12 @@ import ctypes
 
 # cuCtxGetLimit / cuCtxSetLimit: CU_LIMIT_PERSISTING_L2_CACHE_SIZE.
 _CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
+# cuStreamGetAttribute / cuStreamSetAttribute: CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, whose value
+# is a CUaccessPolicyWindow {base_ptr, num_bytes, hitRatio, hitProp, missProp} at the start of the
+# 64-byte CUstreamAttrValue union.
+_CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW = 1
+_STREAM_ATTR_VALUE_BYTES = 64
+_WINDOW_NUM_BYTES_OFFSET = 8
 
 _NVML_CLOCK_SM = 1
 _NVML_TEMPERATURE_GPU = 0
@@ -42,6 +49,26 @@ class Driver:
             return
         self._lib.cuCtxSetLimit(_CU_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(0))
         self._lib.cuCtxResetPersistingL2Cache()
+
+    def access_policy_window_bytes(self, stream):
+        """num_bytes of the access-policy window on `stream` (a CUstream handle, 0 for the legacy
+        default stream), or None when it cannot be read."""
+        if not self._lib:
+            return None
+        value = (ctypes.c_ubyte * _STREAM_ATTR_VALUE_BYTES)()
+        rc = self._lib.cuStreamGetAttribute(ctypes.c_void_p(stream), _CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW,
+                                            ctypes.byref(value))
+        if rc != 0:
+            return None
+        return ctypes.c_size_t.from_buffer(value, _WINDOW_NUM_BYTES_OFFSET).value
+
+    def clear_access_policy_window(self, stream):
+        """An empty access-policy window on `stream`: its accesses are normal ones again."""
+        if not self._lib:
+            return
+        value = (ctypes.c_ubyte * _STREAM_ATTR_VALUE_BYTES)()
+        self._lib.cuStreamSetAttribute(ctypes.c_void_p(stream), _CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW,
+                                       ctypes.byref(value))
 
 
 class Nvml:

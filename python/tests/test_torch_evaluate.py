@@ -5,7 +5,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import types
 import unittest
 from unittest import mock
 
@@ -89,10 +88,12 @@ class FakeDevice:
     def __init__(self, clock, flush_s):
         self.clock, self.flush_s = clock, flush_s
         self.flush = torch.empty(1 << 10, dtype=torch.uint8)
-        self.driver = types.SimpleNamespace(persisting_l2_limit=lambda: 0)
 
     def prepare_timed_call(self):
         self.clock.now += self.flush_s
+
+    def persisting_l2_stop(self):
+        return None
 
 
 class TimeCallsTest(unittest.TestCase):

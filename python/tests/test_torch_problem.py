@@ -1,6 +1,8 @@
 """Problem and candidate loading with real torch on the CPU: namespaces, dtypes, guards, checks."""
 
 import os
+import subprocess
+import sys
 import tempfile
 import textwrap
 import unittest
@@ -125,6 +127,31 @@ class GuardTest(unittest.TestCase):
         finally:
             F.softmax = original
         self.assertIsNone(g.check())
+
+
+    def test_importing_dynamo_after_the_snapshot_is_not_a_patch(self):
+        # In a fresh interpreter, where torch._dynamo is not imported yet: its first import
+        # rewraps torch.manual_seed, which a candidate's import may trigger; that is PyTorch's
+        # own doing, not the candidate's. A candidate's own wrapper of the same function is.
+        code = textwrap.dedent("""
+            import sys, torch
+            from kernelpro_torch import problem as pb
+            assert "torch._dynamo" not in sys.modules, "imported before the snapshot: the test proves nothing"
+            g = pb.Guard()
+            seed = torch.manual_seed
+            import torch._dynamo
+            print("rewrapped" if torch.manual_seed is not seed else "same")
+            print(g.check())
+            torch.manual_seed = lambda s: None
+            print(g.check()[0])
+        """)
+        here = os.path.dirname(os.path.dirname(os.path.abspath(pb.__file__)))
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=here, timeout=300,
+                             env={**os.environ, "PYTHONPATH": here})
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = out.stdout.split()
+        self.assertEqual(lines[1], "None", f"dynamo's own rewrap was taken for a patch: {out.stdout}")
+        self.assertEqual(lines[2], "torch_patch")
 
 
 class CompareTest(unittest.TestCase):
