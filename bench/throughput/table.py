@@ -27,7 +27,12 @@ def phases(r):
             extra += f", stop: {timing['stop']} (median +-{100 * timing.get('median_ci_rel', 0):.2f}%)"
         return " ".join(f"{k} {v:.2f}" for k, v in p.items()) + extra
     if "time_s" in j:
-        return " ".join(f"{k} {v:.1f}" for k, v in j["time_s"].items())
+        t = dict(j["time_s"])
+        parts = t.pop("analyze_parts", {})
+        text = " ".join(f"{k} {v:.1f}" for k, v in t.items())
+        if parts:
+            text += " (analyze: " + " ".join(f"{k} {v:.2f}" for k, v in parts.items()) + ")"
+        return text
     return j.get("error", "")
 
 

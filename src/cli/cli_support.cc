@@ -302,6 +302,9 @@ Result<driver::Analysis> analyze_feedback(driver::Judge& judge, const ProfileSet
   ao.rule_dirs = analysis::default_rule_dirs();
   ao.profile = setup.options;
   ao.profile.evaluator = judge.options();
+  // The loop profiles every candidate: the system trace only where the counters leave part of the
+  // call unexplained (driver::counters_explain_call); `kernelpro analyze` always takes it.
+  ao.profile.trace_unless_explained = true;
   ao.extra_tools = extra_tools;
   auto page = judge.analyze(setup.task, candidate, cu, ao);
   if (!page.ok()) return page.error();
@@ -312,6 +315,8 @@ Result<driver::Analysis> analyze_feedback(driver::Judge& judge, const ProfileSet
   driver::Analysis a{driver::measured_summary(*page) + page->feedback.text, page->tools_run, "",
                      driver::measured_summary(*page) + driver::raw_metrics_text(*page)};
   if (page->profile.roofline) a.bottleneck_class = analysis::to_string(page->profile.roofline->cls);
+  a.seconds = page->profile.seconds;
+  a.seconds.erase("eval");  // the verdict's, counted as the worker's time
   return a;
 }
 

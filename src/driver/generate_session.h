@@ -23,6 +23,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ struct Analysis {
   // The measured lines and the raw counter values, without the tools' findings: what the
   // search's "raw-metrics" feedback ablation gives the model instead of `feedback`.
   std::string raw_metrics;
+  // Where the analysis's time went, seconds, by part of the profile ("sass", "counters",
+  // "trace", "stage2"; the verdict it reuses is not among them).
+  std::map<std::string, double> seconds;
 };
 
 struct GenerateHooks {

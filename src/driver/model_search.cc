@@ -26,6 +26,10 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+void add_parts(OptimizeReport& report, const Analysis& a) {
+  for (const auto& [part, s] : a.seconds) report.analyze_parts_s[part] += s;
+}
+
 // The loop of a run whose root is in the store: the strategy's picks become jobs in the
 // pipeline (lanes.h), whose results this thread takes back into the tree, the ledger
 // (run_ledger.h) and the facts the prompts are made of (prompt_context.h).
@@ -330,8 +334,10 @@ Status ModelLoop::take_gpu(Job& j) {
   f.outcome = eval::to_string(r.outcome);
   if (m.ok) {
     ledger_.report().analyze_s += j.analyze_s;
-    if (j.analysis && *j.analysis)
+    if (j.analysis && *j.analysis) {
+      add_parts(ledger_.report(), **j.analysis);
       f.set_analysis(**j.analysis);
+    }
     else if (j.analysis)
       say("analyze: not profiled (" + j.analysis->error().message + ")");
   } else {
@@ -422,9 +428,10 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
     if (hooks.analyze && feedback != FeedbackMode::kNone) {
       const auto ta = Clock::now();
       say("analyze: profiling the seed for the planner");
-      if (auto a = hooks.analyze(paths.cu, paths.py, true))
+      if (auto a = hooks.analyze(paths.cu, paths.py, true)) {
+        add_parts(ledger.report(), *a);
         f.set_analysis(*a);
-      else
+      } else
         say("analyze: not profiled (" + a.error().message + ")");
       ledger.report().analyze_s += since(ta);
     }

@@ -74,7 +74,8 @@ struct FakeGpu {
     return Analysis{"MAIN BOTTLENECK: memory-bound, DRAM at 71% (" + marker + ")",
                     {"roofline_headroom"},
                     "memory-bound",
-                    "RAW dram__throughput = 71 % (" + marker + ")"};
+                    "RAW dram__throughput = 71 % (" + marker + ")",
+                    {{"counters", 0.25}, {"sass", 0.125}}};
   }
   ModelSearchHooks hooks() {
     ModelSearchHooks h;
@@ -171,6 +172,10 @@ TEST(ModelSearch, PlansWritesRepairsLearnsAndMeasuresADuplicateOnce) {
   EXPECT_EQ(best["llm"]["calls"], 9);  // 4 plans, 4 coders, 1 debugger
   // Every passing candidate was analyzed once for the next prompt; failures are not profiled.
   EXPECT_EQ(gpu.analyzed, (std::vector<std::string>{"SEED", "FIXED", "FAST", "FASTER"}));
+  // The report says where the four analyses' time went, part by part.
+  EXPECT_DOUBLE_EQ(report->analyze_parts_s.at("counters"), 4 * 0.25);
+  EXPECT_DOUBLE_EQ(report->analyze_parts_s.at("sass"), 4 * 0.125);
+  EXPECT_DOUBLE_EQ(best["time_s"]["analyze_parts"]["counters"].get<double>(), 1.0);
 
   std::vector<std::string> planner, coder, debugger;
   for (const auto& r : server.requests()) {

@@ -41,6 +41,7 @@ json OptimizeReport::to_json() const {
             {"llm", llm_s},
             {"analyze", analyze_s},
             {"search_and_store", wall_s - build_s - worker_s - llm_s - analyze_s}}}};
+  if (!analyze_parts_s.empty()) j["time_s"]["analyze_parts"] = analyze_parts_s;
   if (!best_direction.empty()) j["best_direction"] = best_direction;
   if (duplicates > 0) j["duplicates"] = duplicates;
   if (built_ahead > 0) j["built_ahead"] = built_ahead;

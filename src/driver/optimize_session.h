@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -70,6 +71,7 @@ struct OptimizeReport {
   // model wrote that were already evaluated (same files: measured once), the best node's
   // direction, and for stopped == "pending" the manual prompt waiting for its answer.
   double llm_s = 0, analyze_s = 0;
+  std::map<std::string, double> analyze_parts_s;  // analyze_s by part of the profile (Analysis::seconds)
   int duplicates = 0;
   std::string best_direction;
   std::string pending;

@@ -104,6 +104,15 @@ std::vector<MetricAgreement> compare_collectors(const profile::KernelProfile& cu
   return out;
 }
 
+std::string counters_explain_call(const profile::KernelProfile& counters, double call_median_s, double share) {
+  if (counters.kernels.size() != 1 || counters.unprofiled_launches > 0 || call_median_s <= 0) return "";
+  const auto ns = counters.kernels.front().get("gpu__time_duration.sum");
+  if (!ns || *ns <= 0) return "";
+  const double part = *ns * 1e-9 / call_median_s;
+  if (part < share) return "";
+  return fmt::format("the call is one kernel, {:.0f}% of its median time, and the counters have it", 100.0 * std::min(part, 1.0));
+}
+
 eval::EvaluatorOptions evaluator_options_for_profile(const ProfileSessionOptions& options) {
   eval::EvaluatorOptions evaluator_options = options.evaluator;
   // The worker (kp-worker or the KernelBench worker) sets up the stage-1 session while the
@@ -179,7 +188,11 @@ Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidat
         page.counters->kernels.size() + page.counters->unprofiled_launches, page.counters->kernels.size()));
 
   // System level, in a process of its own (one CUPTI subscriber per process).
-  if (options.trace) {
+  const std::string explained =
+      options.trace && options.trace_unless_explained ? counters_explain_call(*page.counters, page.eval.time.median) : "";
+  if (!explained.empty()) {
+    page.notes.push_back("trace: not taken, " + explained);
+  } else if (options.trace) {
     say(fmt::format("stage 1: system trace of {} calls (libkp_trace.so)", options.profiler.trace_calls));
     t0 = Clock::now();
     auto tr = profiler.trace(target);

@@ -42,6 +42,10 @@ struct ProfileSessionOptions {
   // the roofline reports what it could not place.
   std::vector<std::string> stage1_override;
   bool trace = true;                       // the system-level trace (one-shot worker)
+  // With trace: skip it when the stage-1 counters already explain the call
+  // (counters_explain_call). The model loop's analysis sets this: for a call that is one kernel
+  // the trace costs a process start and shows nothing the counters do not.
+  bool trace_unless_explained = false;
   bool sass = true;                        // cuobjdump of the built candidate
   // Also collect the same counters with ncu and report how far the two collectors differ
   // (the check of the in-process path). Default off: it costs an ncu run (~3 s).
@@ -79,6 +83,11 @@ Result<ProfilePage> run_profile(const task::Task& task, const std::filesystem::p
 // session prewarmed while the candidate builds (collector cupti, replay not "kernel"). An
 // evaluator (or judge) that will profile is made with these.
 eval::EvaluatorOptions evaluator_options_for_profile(const ProfileSessionOptions& options);
+
+// Why the counters already explain a call whose verdict median is `call_median_s`, or "" when
+// they do not: the call launched one kernel, it was profiled, and its duration is at least
+// `share` of the median. Then a trace could show at most 1 - share of the call as gaps or copies.
+std::string counters_explain_call(const profile::KernelProfile& counters, double call_median_s, double share = 0.9);
 
 // The agreement of two collections of the same metrics: for each kernel present in both (matched
 // by launch order) and each metric both report, the relative difference.

@@ -29,6 +29,34 @@ TEST(CompareCollectors, RelativeDifferenceOfEveryMetricBothReportByLaunchOrder) 
   EXPECT_EQ(a[2].relative_difference, 0);  // two zeros agree, no division by zero
 }
 
+TEST(CountersExplainCall, OneProfiledKernelOfNinetyPercentOfTheCallNeedsNoTrace) {
+  profile::KernelProfile c;
+  // The H200 gelu seed: 0.2316 ms of kernel in a 0.2376 ms call.
+  c.kernels = {kernel("gelu", {{"gpu__time_duration.sum", 231600}})};
+  const std::string why = counters_explain_call(c, 0.2376e-3);
+  EXPECT_NE(why.find("one kernel, 97%"), std::string::npos) << why;
+  // Half the call unaccounted for (gaps, copies, host work): the trace is what shows it.
+  EXPECT_EQ(counters_explain_call(c, 0.4632e-3), "");
+}
+
+TEST(CountersExplainCall, SeveralKernelsASampleOrNoDurationTakeTheTrace) {
+  profile::KernelProfile two;
+  two.kernels = {kernel("a", {{"gpu__time_duration.sum", 1e5}}), kernel("b", {{"gpu__time_duration.sum", 1e5}})};
+  EXPECT_EQ(counters_explain_call(two, 0.2e-3), "") << "the gaps between launches are the trace's";
+  profile::KernelProfile sampled;
+  sampled.kernels = {kernel("a", {{"gpu__time_duration.sum", 1e5}})};
+  sampled.unprofiled_launches = 300;
+  EXPECT_EQ(counters_explain_call(sampled, 0.1e-3), "");
+  profile::KernelProfile no_time;
+  no_time.kernels = {kernel("a", {{"dram__bytes_read.sum", 1e6}})};
+  EXPECT_EQ(counters_explain_call(no_time, 0.1e-3), "");
+  profile::KernelProfile none;
+  EXPECT_EQ(counters_explain_call(none, 0.1e-3), "");
+  profile::KernelProfile one;
+  one.kernels = {kernel("a", {{"gpu__time_duration.sum", 1e5}})};
+  EXPECT_EQ(counters_explain_call(one, 0), "") << "no verdict median, nothing to compare with";
+}
+
 TEST(CompareCollectors, ExtraKernelsOnOneSideAreLeftOut) {
   profile::KernelProfile cupti, ncu;
   cupti.kernels = {kernel("a", {{"m", 1}}), kernel("b", {{"m", 2}})};
