@@ -24,9 +24,68 @@ libkp_trace.so injected).
 
 import json
 import os
+import select
+import signal
 import sys
+import threading
 
 PROTOCOL = 1
+ORCHESTRATOR_PID_ENV = "KP_ORCHESTRATOR_PID"  # eval::kOrchestratorPidEnv
+
+
+def _end_group(why):
+    sys.stderr.write(f"kernelpro_torch.worker: {why}; exiting with everything it started\n")
+    sys.stderr.flush()
+    if os.getpgrp() == os.getpid():  # the group is ours alone (kernelpro starts workers so)
+        os.killpg(0, signal.SIGKILL)
+    os._exit(3)
+
+
+def watch_orchestrator(request_fd):
+    """The worker never outlives kernelpro (as kp-worker's worker/orphan_watch.h): a thread ends
+    the worker's process group once the request pipe has no writer (POLLHUP), once the process
+    named by KP_ORCHESTRATOR_PID has exited (a pidfd), or, without that variable, once the parent
+    changed. A worker left behind holds its CUDA context and its GPU memory, and every later
+    evaluation on that GPU fails as the candidate's out-of-memory crash. request_fd: None for a
+    one-shot worker."""
+    parent = os.getppid()
+    orchestrator, pidfd = 0, None
+    try:
+        orchestrator = int(os.environ.get(ORCHESTRATOR_PID_ENV, "0"))
+    except ValueError:
+        orchestrator = 0
+    if orchestrator > 1:
+        try:
+            pidfd = os.pidfd_open(orchestrator)
+        except ProcessLookupError:
+            _end_group("kernelpro exited before this worker started")
+        except (OSError, AttributeError):
+            pidfd = None
+
+    def gone():
+        if pidfd is None and orchestrator > 1:
+            try:
+                os.kill(orchestrator, 0)
+            except ProcessLookupError:
+                return True
+            except OSError:
+                return False
+            return False
+        return pidfd is None and os.getppid() != parent
+
+    def run():
+        watch = select.poll()
+        if request_fd is not None:
+            watch.register(request_fd, 0)  # no events asked: POLLHUP and POLLERR come anyway
+        if pidfd is not None:
+            watch.register(pidfd, select.POLLIN)  # readable once the process has exited
+        while True:
+            for fd, _ in watch.poll(250):
+                _end_group("kernelpro closed the request pipe" if fd == request_fd else "kernelpro exited")
+            if gone():
+                _end_group("the process that started this worker exited")
+
+    threading.Thread(target=run, name="kernelpro-orphan-watch", daemon=True).start()
 
 
 class Channel:
@@ -104,6 +163,7 @@ def main(argv):
             return 2
         once = (argv[i + 1], argv[i + 2])
     chan = Channel(stdio="--stdio" in argv, once=once)
+    watch_orchestrator(None if once else chan.inp.fileno())
     dev = None
     dev_error = None
     torch_version = ""

@@ -8,13 +8,18 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <string>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "verdict/protocol.h"
 
 int main(int argc, char** argv) {
+  // Every worker this process starts, directly or under ncu, exits when this process does
+  // (worker/orphan_watch.h).
+  setenv(kp::eval::kOrchestratorPidEnv, std::to_string(getpid()).c_str(), 1);
   CLI::App app{"kernelpro: build, verify, time and measure GPU kernels"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("kernelpro ") + KP_VERSION);

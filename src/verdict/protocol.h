@@ -45,6 +45,10 @@ namespace kp::eval {
 constexpr int kProtocolVersion = 1;
 constexpr int kRequestFd = 3;  // in the worker: requests arrive here
 constexpr int kReplyFd = 4;    // in the worker: replies go here
+// kernelpro puts its pid here for every process it starts; a worker (either kind, and one-shot
+// workers under ncu or the trace library too) exits when that process is gone
+// (worker/orphan_watch.h, kernelpro_torch/worker.py).
+constexpr const char* kOrchestratorPidEnv = "KP_ORCHESTRATOR_PID";
 
 struct DeviceInfo {
   std::string name;

@@ -25,6 +25,7 @@
 #include "worker/device_ops.h"
 #include "worker/native_evaluator.h"
 #include "worker/nvml_energy.h"
+#include "worker/orphan_watch.h"
 #include "worker/profile_hooks.h"
 
 namespace {
@@ -261,6 +262,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "usage: kp-worker --once REQUEST.json REPLY.json\n");
       return 2;
     }
+    kp::worker::watch_orchestrator(-1);
     return run_once(argv[2], argv[3]);
   }
   if (argc > 1 && std::string(argv[1]) == "--stdio") {  // for manual debugging
@@ -273,6 +275,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kp-worker: fds %d and %d must be open (the orchestrator starts this program)\n", request_fd, reply_fd);
     return 2;
   }
+  kp::worker::watch_orchestrator(request_fd);
   Worker worker;
   char* buf = nullptr;
   size_t cap = 0;
