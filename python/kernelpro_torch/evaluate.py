@@ -16,6 +16,7 @@ import json
 import math
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -281,9 +282,9 @@ def trace_call(call, inputs, candidate_symbols):
     # Markers: torch.cuda._sleep launches a tiny spin kernel, a name no candidate uses.
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         torch.cuda._sleep(1)
-        out = call(inputs)
+        out = run_guarded(lambda: call(inputs), "the candidate (the traced call)")
         torch.cuda._sleep(1)
-        _sync()
+        run_guarded(_sync, "the candidate (the traced call)")
     del out
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         path = f.name
@@ -298,8 +299,10 @@ def trace_call(call, inputs, candidate_symbols):
     events.sort(key=lambda ev: float(ev["ts"]))
     fills = [i for i, ev in enumerate(events) if ev.get("cat") == "kernel" and "spin_kernel" in ev.get("name", "")]
     if len(fills) < 2:
-        return {"kernels": [ev.get("name", "") for ev in events if ev.get("cat") == "kernel"], "escaped": [],
-                "owned": None}
+        # Without both markers neither check can be made: that is no pass.
+        raise Stop("runtime_error", f"the trace of the candidate's call holds {len(fills)} of its 2 marker kernels "
+                                    f"({len(events)} GPU events in all), so the escaped-work and kernel-attribution "
+                                    "checks could not run")
     first, last = events[fills[0]], events[fills[-1]]
     stream = first.get("args", {}).get("stream")
     # Work of the call that runs after the end marker is in the trace too: take everything
@@ -337,13 +340,19 @@ def kernel_base(name):
     return "".join(out).strip()
 
 
+# Found when the worker starts, before any candidate could change PATH.
+_NM = shutil.which("nm")
+
+
 def library_symbols(paths):
     """Base names of every function defined in the candidate's shared objects (nm -C); None when
     nm is unavailable, so kernels cannot be attributed."""
     names = set()
     for p in paths:
+        if _NM is None:
+            return None
         try:
-            r = subprocess.run(["nm", "-C", "--defined-only", p], capture_output=True, text=True, timeout=60)
+            r = subprocess.run([_NM, "-C", "--defined-only", p], capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired):
             return None
         if r.returncode != 0:
@@ -655,6 +664,9 @@ class Evaluation:
             lost = context_lost()
             raise Stop("crash" if lost else "runtime_error", _describe_exception(e, "ModelNew(*get_init_inputs())"))
         symbols = library_symbols(cand.extension_files + ([self.library] if self.library else []))
+        if symbols is None:
+            raise Stop("runtime_error", "binutils' nm is not on this machine's PATH (or it failed), so the kernels the "
+                                        "candidate ran cannot be told from PyTorch's: install binutils")
         end("load")
 
         ref, new = self._m_ref, self._m_new
@@ -727,13 +739,17 @@ class Evaluation:
         sets, ref_outs = self._timing_sets(prob, set_seeds, device, call_ref)
         self.sets, self.ref_outs = sets, ref_outs
 
-        # Escaped work and kernel attribution, from one traced call.
+        # Escaped work and kernel attribution, from one traced call. Neither check may be skipped:
+        # an exception of the candidate's call is its verdict (run_guarded, inside), and a trace
+        # that fails otherwise (the profiler, perhaps disturbed by the candidate) ends the
+        # evaluation without one, never with the two checks silently off.
         try:
             traced = trace_call(call_new, sets[0], symbols)
         except Stop:
             raise
         except Exception as e:
-            traced = {"kernels": [], "escaped": [], "owned": None, "error": str(e)}
+            raise Stop("runtime_error", "the traced call could not be traced, so the escaped-work and kernel-attribution "
+                                        f"checks could not run: {_describe_exception(e, 'the PyTorch profiler')}")
         self.report["kernels"] = traced["kernels"][:64]
         if traced["escaped"]:
             raise Stop("rejected", "work escaped the current stream (a side stream or a background thread): "

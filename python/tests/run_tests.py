@@ -34,7 +34,22 @@ def main():
             return 77
     suite = unittest.defaultTestLoader.discover(HERE, pattern=GROUPS[group], top_level_dir=HERE)
     result = unittest.TextTestRunner(verbosity=2).run(suite)
-    return 0 if result.wasSuccessful() else 1
+    return verdict(result)
+
+
+def verdict(result):
+    """The exit code CTest reads: 1 on any failure; 77 (skipped) when every case skipped, so a
+    group that tested nothing does not show as passed; 0 otherwise, with every skipped case and
+    its reason listed last, where the log's reader looks."""
+    if not result.wasSuccessful():
+        return 1
+    for case, reason in result.skipped:
+        print(f"SKIPPED {case.id()}: {reason}")
+    if result.skipped:
+        print(f"{len(result.skipped)} of {result.testsRun} cases skipped")
+    if result.testsRun == 0 or len(result.skipped) == result.testsRun:
+        return 77
+    return 0
 
 
 if __name__ == "__main__":

@@ -77,7 +77,9 @@ Status WorkerClient::await_hello() {
     auto how = process_->kill();
     std::string err = read_log_since(options_.scratch_dir / "worker.stderr.log", 0);
     process_.reset();
-    return make_error(ErrorCode::kUnavailable, fmt::format("the worker did not start ({}): {}{}", how.describe(),
+    // A worker that dies or hangs before its hello is broken, not a machine without a GPU (that
+    // worker starts and says so): a tool failure, never a quiet "not run".
+    return make_error(ErrorCode::kTool, fmt::format("the worker did not start ({}): {}{}", how.describe(),
                                                            line.error().message, err.empty() ? "" : "\n" + err));
   }
   json hello = json::parse(*line, nullptr, false);

@@ -134,6 +134,14 @@ TEST_F(WorkerClientTest, NoGpuIsUnavailableWithTheWorkersWords) {
   EXPECT_NE(dev.error().message.find("fake machine without a GPU"), std::string::npos);
 }
 
+TEST_F(WorkerClientTest, AWorkerThatDiesBeforeItsHelloIsABrokenToolNotAMissingGpu) {
+  WorkerClient w = client("broken");
+  auto dev = w.device();
+  ASSERT_FALSE(dev.ok());
+  EXPECT_EQ(dev.error().code, ErrorCode::kTool) << "a broken worker must not pass for a machine without a GPU";
+  EXPECT_NE(dev.error().message.find("cannot start"), std::string::npos) << dev.error().message;
+}
+
 TEST_F(WorkerClientTest, CrashIsAnOutcomeAndTheNextEvaluationGetsANewWorker) {
   WorkerClient w = client("segv");
   auto ev = w.evaluate(one_output_task(), "/r.so", "/c.so", fast());
@@ -219,14 +227,14 @@ TEST_F(PythonWorkerClientTest, ArgvAndEnvironmentStartThePythonWorker) {
   EXPECT_EQ(dev->name, "Fake H200");
 }
 
-TEST_F(PythonWorkerClientTest, WithoutItsEnvironmentTheWorkerRefusesAndThatIsUnavailable) {
+TEST_F(PythonWorkerClientTest, WithoutItsEnvironmentTheWorkerCannotStartAndThatIsABrokenTool) {
   WorkerOptions o = python_options();
   o.env.clear();
   unsetenv("PYTHONPATH");
   WorkerClient w(o);
   auto dev = w.device();
   ASSERT_FALSE(dev.ok());
-  EXPECT_EQ(dev.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(dev.error().code, ErrorCode::kTool);
   EXPECT_NE(dev.error().message.find("PYTHONPATH"), std::string::npos) << dev.error().message;
 }
 

@@ -8,10 +8,13 @@
 #   hang      hello, then never answers an eval
 #   garbage   hello, then answers an eval with a line that is not JSON
 #   poisoned  hello, then answers one eval and exits 3, as after a lost CUDA context
+#   broken    exits 1 before its hello, as a worker that cannot start (a bad build, a missing
+#             library): that is a broken tool, not a machine without a GPU
 # Every start appends a line to $FAKE_STARTS, so tests can count restarts; with $FAKE_HELLO set,
 # the hello request is written there, so tests can read what the orchestrator asked for.
 [ -n "${FAKE_STARTS:-}" ] && echo start >> "$FAKE_STARTS"
 echo "fake worker stdout" 
+if [ "${FAKE_MODE:-}" = broken ]; then echo "fake worker: cannot start" >&2; exit 1; fi
 while read -r line <&3; do
   case "$line" in
     *'"op":"hello"'*)
