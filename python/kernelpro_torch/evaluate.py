@@ -70,6 +70,64 @@ def _describe_exception(e, who):
     return f"{who} raised {text}\n{tail}" if tail else f"{who} raised {text}"
 
 
+# Device memory this worker's CUDA context takes besides PyTorch's allocator (an H100's context
+# with lazy module loading is about 0.6 GiB), and how much more held outside this worker makes an
+# out-of-memory the machine's fault rather than the candidate's.
+CONTEXT_BYTES = 1 << 30
+ELSEWHERE_BYTES = 2 << 30
+_NVIDIA_SMI = shutil.which("nvidia-smi")
+
+
+def memory_held_elsewhere():
+    """Bytes of device memory that neither this worker's PyTorch allocator nor its context holds:
+    other processes' (or raw allocations outside PyTorch)."""
+    torch.cuda.empty_cache()
+    free, total = torch.cuda.mem_get_info()
+    return max(0, total - free - torch.cuda.memory_reserved() - CONTEXT_BYTES)
+
+
+def gpu_holders():
+    """nvidia-smi's list of the GPU's compute processes ("pid name MiB", this one marked), or ""."""
+    if _NVIDIA_SMI is None:
+        return ""
+    try:
+        r = subprocess.run([_NVIDIA_SMI, "--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader"],
+                           capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    lines = [line.strip() + (" (this worker)" if line.split(",")[0].strip() == str(os.getpid()) else "")
+             for line in r.stdout.splitlines() if line.strip()]
+    return "; ".join(lines[:8])
+
+
+def out_of_memory(e, who):
+    """The Stop for an out-of-memory error: gpu_unavailable when more than ELSEWHERE_BYTES are held
+    outside this worker (another process holds the GPU: the machine's failure, which the search
+    retries and never records as the candidate's), else runtime_error (the candidate's or the
+    problem's own appetite)."""
+    first = str(e).splitlines()[0] if str(e) else type(e).__name__
+    try:
+        elsewhere = memory_held_elsewhere()
+    except Exception:
+        elsewhere = 0
+    if elsewhere > ELSEWHERE_BYTES:
+        holders = gpu_holders()
+        return Stop("gpu_unavailable", f"{who} ran out of device memory while {elsewhere / 2**30:.1f} GiB of the GPU are "
+                                       "held outside this worker" + (f" (nvidia-smi: {holders})" if holders else "") +
+                                       f"; the GPU is not free, the candidate is not at fault ({first})")
+    return Stop("runtime_error", f"{who}: out of device memory ({first})")
+
+
+def problem_failure(e, who, reference_failed=False):
+    """The Stop for an exception of the problem's own code (get_inputs(), the reference): the
+    problem's runtime_error, unless it ran out of memory because another process holds the GPU."""
+    if isinstance(e, torch.cuda.OutOfMemoryError):
+        st = out_of_memory(e, who)
+        if st.outcome == "gpu_unavailable":
+            return st
+    return Stop("runtime_error", _describe_exception(e, who), reference_failed=reference_failed)
+
+
 def run_guarded(fn, who):
     """Calls fn; an exception becomes a Stop (crash when the CUDA context is lost)."""
     try:
@@ -77,7 +135,7 @@ def run_guarded(fn, who):
     except Stop:
         raise
     except torch.cuda.OutOfMemoryError as e:
-        raise Stop("runtime_error", f"{who}: out of device memory ({str(e).splitlines()[0]})")
+        raise out_of_memory(e, who)
     except Exception as e:
         lost = any(s in str(e) for s in STICKY) or context_lost()
         reason = _describe_exception(e, who)
@@ -524,8 +582,9 @@ class Evaluation:
             self.report["cheat"] = s.cheat
             self.report["reference_failed"] = s.reference_failed
             # A crash loses the context; these cheats leave the process changed (patched
-            # functions, a live thread, a stream still running): a fresh worker comes next.
-            if s.outcome == "crash" or s.cheat in ("timer_patch", "torch_patch", "constant_rebinding",
+            # functions, a live thread, a stream still running): a fresh worker comes next. So
+            # after gpu_unavailable: the retry starts clean, holding nothing of this one.
+            if s.outcome in ("crash", "gpu_unavailable") or s.cheat in ("timer_patch", "torch_patch", "constant_rebinding",
                                                    "background_thread", "side_stream", "persisting_l2"):
                 self.exiting = True
         except Exception as e:  # a harness bug must still be an answer, not a dead worker
@@ -578,7 +637,7 @@ class Evaluation:
             init = prob.init_inputs()
             self._m_ref = prob.build(prob.Model, init, device, self.dtype)
         except Exception as e:
-            raise Stop("runtime_error", _describe_exception(e, "the problem's reference"), reference_failed=True)
+            raise problem_failure(e, "the problem's reference", reference_failed=True)
         return prob, init
 
     def _timing_sets(self, prob, set_seeds, device, call_ref):
@@ -590,7 +649,7 @@ class Evaluation:
                 try:
                     xs = prob.inputs(s, device, self.dtype)
                 except Exception as e:
-                    raise Stop("runtime_error", _describe_exception(e, "the problem's get_inputs()"))
+                    raise problem_failure(e, "the problem's get_inputs()")
                 want = outputs_of(run_guarded(lambda: call_ref(xs), "the problem's reference"), "the reference")
                 run_guarded(_sync, "the problem's reference")
                 per_set = nbytes(xs) + 3 * nbytes(want)
@@ -641,7 +700,7 @@ class Evaluation:
         try:
             shapes = prob.input_shapes(trial_seeds[0], device, self.dtype)
         except Exception as e:
-            raise Stop("runtime_error", _describe_exception(e, "the problem's get_inputs()"), reference_failed=True)
+            raise problem_failure(e, "the problem's get_inputs()", reference_failed=True)
         guard = pb.Guard()
         self._guard, self._problem = guard, prob
         end("setup")
@@ -687,7 +746,7 @@ class Evaluation:
             try:
                 xs = prob.inputs(s, device, self.dtype)
             except Exception as e:
-                raise Stop("runtime_error", _describe_exception(e, "the problem's get_inputs()"), reference_failed=True)
+                raise problem_failure(e, "the problem's get_inputs()", reference_failed=True)
             got = [tuple(x.shape) for x in tensors(xs)]
             if t == 0 and got != shapes:
                 raise Stop("rejected", f"get_inputs() now returns shapes {got}, not {shapes}: the problem's sizes were "
@@ -721,7 +780,7 @@ class Evaluation:
                 st.reference_failed = True
                 raise
             except Exception as e:
-                raise Stop("runtime_error", _describe_exception(e, "the problem's reference"), reference_failed=True)
+                raise problem_failure(e, "the problem's reference", reference_failed=True)
             try:
                 self._compare(out, want, f"in trial {t + 1}", pristine, init)
             except Stop as st:

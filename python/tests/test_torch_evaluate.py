@@ -200,3 +200,34 @@ class VerifiedOutputsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class OutOfMemoryTest(unittest.TestCase):
+    """An out-of-memory is the machine's (gpu_unavailable) only when memory is held outside this
+    worker; the candidate's own appetite stays its runtime_error."""
+
+    def stop(self, free, total, reserved, holders="123, python3, 70000 MiB"):
+        with mock.patch.object(torch.cuda, "empty_cache", lambda: None), \
+                mock.patch.object(torch.cuda, "mem_get_info", lambda *a: (free, total)), \
+                mock.patch.object(torch.cuda, "memory_reserved", lambda *a: reserved), \
+                mock.patch.object(evaluate, "gpu_holders", lambda: holders):
+            return evaluate.out_of_memory(torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB"),
+                                          "the candidate")
+
+    def test_memory_held_by_another_process_is_gpu_unavailable_and_names_it(self):
+        gib = 1 << 30
+        st = self.stop(free=1 * gib, total=80 * gib, reserved=8 * gib)  # 70 GiB held elsewhere
+        self.assertEqual(st.outcome, "gpu_unavailable")
+        self.assertIn("70.0 GiB", st.reason)
+        self.assertIn("123, python3, 70000 MiB", st.reason)
+
+    def test_the_candidates_own_allocations_are_its_runtime_error(self):
+        gib = 1 << 30
+        st = self.stop(free=1 * gib, total=80 * gib, reserved=78 * gib)
+        self.assertEqual(st.outcome, "runtime_error")
+        self.assertIn("out of device memory", st.reason)
+
+    def test_the_problems_own_failure_stays_the_problems(self):
+        st = evaluate.problem_failure(ValueError("bad shape"), "the problem's get_inputs()", reference_failed=True)
+        self.assertEqual(st.outcome, "runtime_error")
+        self.assertTrue(st.reference_failed)

@@ -182,7 +182,8 @@ int print_verdict(const task::Task& task, const eval::EvalResult& result, bool j
     if (result.outcome == eval::Outcome::kNotRun) std::cout << not_run_note;
   }
   if (result.outcome == eval::Outcome::kOk) return kExitOk;
-  if (result.outcome == eval::Outcome::kNotRun) return kExitNotRun;
+  // This machine could not say (no GPU, or one held by another process): not the candidate's failure.
+  if (eval::is_machine_outcome(result.outcome)) return kExitNotRun;
   return kExitFailed;
 }
 

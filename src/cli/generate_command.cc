@@ -115,6 +115,12 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
                                rep.note.empty() ? "the candidate built; correctness and timing need an NVIDIA GPU" : rep.note);
     return kExitNotRun;
   }
+  if (rep.outcome == eval::Outcome::kGpuUnavailable) {
+    if (!common.json)
+      std::cout << "\nThe GPU is held by another process (out of device memory, retried): nothing was recorded for "
+                   "the candidate. Run the same command with --resume once it is free.\n";
+    return kExitNotRun;
+  }
   return kExitFailed;
 }
 

@@ -124,6 +124,13 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
     std::fprintf(stderr, "kernelpro: %s\n", r.pending.c_str());
     return kExitPending;
   }
+  if (r.stopped == "gpu_unavailable") {
+    if (!common.json)
+      std::cout << fmt::format("The GPU is held by another process (out of device memory, retried): the candidate in "
+                               "flight was not recorded. Continue once it is free with: {}\n",
+                               hint);
+    return kExitNotRun;
+  }
   if (r.stopped == "no_gpu") {
     if (!common.json && r.nodes > 0)
       std::cout << fmt::format("No GPU here: the next candidate is written and built; its evaluation needs a GPU. "

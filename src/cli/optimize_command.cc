@@ -94,6 +94,11 @@ int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
     std::cout << j.dump(2) << "\n";
   } else if (r.stopped == "no_gpu") {
     std::cout << "No GPU here: the seed built; tuning needs its timings. Run the same command on a GPU machine.\n";
+  } else if (r.stopped == "gpu_unavailable") {
+    std::cout << fmt::format("The GPU is held by another process (out of device memory, retried): nothing was recorded "
+                             "for the point in flight. Continue once it is free with: kernelpro optimize {} --run-dir {} "
+                             "--resume\n",
+                             flags.task, o.run_dir.string());
   } else {
     std::cout << fmt::format(
         "{}: best {} at {:.4g} ms: {:.2f}x the seed ({:.4g} ms), {:.2f}x the reference ({:.4g} ms)\n", task->name,
@@ -109,7 +114,7 @@ int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
       std::cout << fmt::format("Continue it with: kernelpro optimize {} --run-dir {} --resume\n", flags.task,
                                o.run_dir.string());
   }
-  if (r.stopped == "no_gpu") return kExitNotRun;
+  if (r.stopped == "no_gpu" || r.stopped == "gpu_unavailable") return kExitNotRun;
   return kExitOk;
 }
 

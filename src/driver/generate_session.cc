@@ -145,7 +145,7 @@ std::optional<Verdict> load_verdict(const fs::path& file, const std::string& sha
   json j = json::parse(*text, nullptr, false);
   if (!j.is_object() || j.value("files_sha", "") != sha) return std::nullopt;
   auto outcome = eval::outcome_from_string(j.value("outcome", ""));
-  if (!outcome || *outcome == eval::Outcome::kNotRun) return std::nullopt;
+  if (!outcome || eval::is_machine_outcome(*outcome)) return std::nullopt;  // said nothing of the candidate
   return Verdict{sha,
                  *outcome,
                  j.value("reason", ""),

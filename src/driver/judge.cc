@@ -1,5 +1,8 @@
 #include "driver/judge.h"
 
+#include <chrono>
+#include <thread>
+
 #include <fmt/format.h>
 
 #include "util/hash.h"
@@ -21,8 +24,8 @@ std::string contents_hash(const fs::path& p) {
 
 }  // namespace
 
-Judge::Judge(eval::EvaluatorOptions options)
-    : options_(std::move(options)), evaluator_(std::make_unique<eval::Evaluator>(options_)) {}
+Judge::Judge(eval::EvaluatorOptions options, GpuRetry retry)
+    : options_(std::move(options)), retry_(retry), evaluator_(std::make_unique<eval::Evaluator>(options_)) {}
 
 Judge::~Judge() = default;
 
@@ -75,10 +78,21 @@ Result<eval::EvalResult> Judge::evaluate(const task::Task& task, const fs::path&
     return &references_.emplace(key, std::move(*timed)).first->second;
   };
   auto r = evaluator_->evaluate(task, candidate, library_source, reference);
+  // The GPU held by another process is the machine's failure: tried again on a fresh worker (the
+  // worker exits after such a report), and never kept as this candidate's verdict.
+  double wait_s = retry_.first_wait_s;
+  for (int attempt = 0; attempt < retry_.retries && !task_error && r.ok() &&
+                        r->outcome == eval::Outcome::kGpuUnavailable;
+       ++attempt) {
+    ++stats_.gpu_retries;
+    std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
+    wait_s *= 3;
+    r = evaluator_->evaluate(task, candidate, library_source, reference);
+  }
   if (task_error) return *task_error;
   if (!r.ok()) return r;
   ++stats_.evaluations;
-  verdicts_[candidate_key(candidate, library_source)] = *r;
+  if (!eval::is_machine_outcome(r->outcome)) verdicts_[candidate_key(candidate, library_source)] = *r;
   return r;
 }
 

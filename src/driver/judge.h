@@ -25,8 +25,17 @@
 
 namespace kp::driver {
 
+// How the judge retries an evaluation the machine failed (eval::Outcome::kGpuUnavailable:
+// another process holds the GPU's memory): `retries` more tries on a fresh worker, the first
+// after `first_wait_s`, each later one after three times the wait before it.
+struct GpuRetry {
+  int retries = 2;
+  double first_wait_s = 10;
+};
+
 struct JudgeStats {
   int evaluations = 0;           // candidates evaluated on the worker
+  int gpu_retries = 0;           // evaluations tried again because the GPU was held elsewhere
   int reference_timings = 0;     // references timed alone
   int reference_reuses = 0;      // evaluations that reused a reference timed before
   int verdict_reuses = 0;        // profiles and analyses that reused a verdict instead of evaluating again
@@ -35,7 +44,7 @@ struct JudgeStats {
 
 class Judge {
  public:
-  explicit Judge(eval::EvaluatorOptions options);
+  explicit Judge(eval::EvaluatorOptions options, GpuRetry retry = {});
   ~Judge();
   Judge(const Judge&) = delete;
   Judge& operator=(const Judge&) = delete;
@@ -78,6 +87,7 @@ class Judge {
                       const std::filesystem::path& library_source);
 
   eval::EvaluatorOptions options_;
+  GpuRetry retry_;
   std::unique_ptr<eval::Evaluator> evaluator_;
   std::map<std::string, eval::ReferenceTiming> references_;
   std::map<std::string, std::string> failed_references_;  // key -> why it could not be timed alone

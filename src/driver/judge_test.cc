@@ -182,6 +182,43 @@ TEST_F(JudgeTest, AChangedCandidateIsEvaluatedAgainBeforeItsProfile) {
   EXPECT_EQ(judge.stats().verdict_reuses, 0);
 }
 
+TEST_F(JudgeTest, AGpuHeldElsewhereIsTriedAgainOnAFreshWorkerAndOnlyTheRealVerdictIsKept) {
+  setenv("FAKE_BUSY_EVALS", "1", 1);
+  setenv("FAKE_BUSY_COUNT", (dir_->path() / "busy").c_str(), 1);
+  Judge judge(options(), GpuRetry{2, 0});
+  const task::Task t = problem("relu.py");
+  const fs::path c = candidate("fast.py");
+  auto r = judge.evaluate(t, c);
+  unsetenv("FAKE_BUSY_EVALS");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->outcome, eval::Outcome::kOk) << r->reason;
+  EXPECT_EQ(judge.stats().gpu_retries, 1);
+  ASSERT_NE(judge.verdict_of(c), nullptr);
+  EXPECT_EQ(judge.verdict_of(c)->outcome, eval::Outcome::kOk);
+  // The second try ran on a worker started after the first one left.
+  std::vector<std::string> eval_pids;
+  for (const auto& q : requests())
+    if (q.kind == "eval") eval_pids.push_back(q.pid);
+  ASSERT_EQ(eval_pids.size(), 2u);
+  EXPECT_NE(eval_pids[0], eval_pids[1]);
+}
+
+TEST_F(JudgeTest, AGpuHeldThroughEveryRetryIsGpuUnavailableAndNeverKeptAsAVerdict) {
+  setenv("FAKE_BUSY_EVALS", "100", 1);
+  setenv("FAKE_BUSY_COUNT", (dir_->path() / "busy").c_str(), 1);
+  Judge judge(options(), GpuRetry{2, 0});
+  const fs::path c = candidate("fast.py");
+  auto r = judge.evaluate(problem("relu.py"), c);
+  unsetenv("FAKE_BUSY_EVALS");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->outcome, eval::Outcome::kGpuUnavailable);
+  EXPECT_NE(r->reason.find("held outside this worker"), std::string::npos) << r->reason;
+  EXPECT_TRUE(eval::is_machine_outcome(r->outcome));
+  EXPECT_EQ(judge.stats().gpu_retries, 2);
+  EXPECT_EQ(count(requests(), "eval"), 3) << "the first try and two more";
+  EXPECT_EQ(judge.verdict_of(c), nullptr) << "the machine's failure is not the candidate's verdict";
+}
+
 TEST_F(JudgeTest, WithoutAGpuTheVerdictIsNotRunAndNoReferenceIsTimed) {
   eval::EvaluatorOptions o = options();
   o.worker.worker_path = testing::test_data_dir() / "fake_workers" / "fake_worker.sh";

@@ -321,8 +321,9 @@ Status ModelLoop::take_gpu(Job& j) {
   }
   const eval::EvalResult& r = *result;
   ledger_.add_times(r);
-  if (r.outcome == eval::Outcome::kNotRun) {
-    stop_here(StopReason::kNoGpu);
+  if (eval::is_machine_outcome(r.outcome)) {  // the machine's failure: never a verdict or a lesson
+    if (r.outcome == eval::Outcome::kGpuUnavailable) say("the GPU is held elsewhere: " + r.reason);
+    stop_here(stop_for(r.outcome));
     pipeline_.drop(j);
     return ok_status();
   }
@@ -418,7 +419,7 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
     KP_TRY(eval::EvalResult r, hooks.evaluate(paths.cu, paths.py, true));
     ledger.count_evaluation();
     ledger.add_times(r);
-    if (r.outcome == eval::Outcome::kNotRun) return ledger.stop_at_seed(StopReason::kNoGpu);
+    if (eval::is_machine_outcome(r.outcome)) return ledger.stop_at_seed(stop_for(r.outcome));
     if (r.outcome != eval::Outcome::kOk)
       return make_error(ErrorCode::kInvalidInput,
                         fmt::format("the seed does not pass ({}: {}): fix it before optimizing from it",

@@ -102,7 +102,7 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
     ledger.count_evaluation();
     ledger.add_times(r);
     const auto m = measurement_of(r);
-    if (node >= 0 && r.outcome != eval::Outcome::kNotRun) {
+    if (node >= 0 && !eval::is_machine_outcome(r.outcome)) {
       KP_TRY_STATUS(store.record_evaluation(node,
                                             {cand, eval::to_string(r.outcome), r.reason, m.seconds, m.joules,
                                              r.speedup_vs_reference, hooks.record ? hooks.record(r) : "{}"},
@@ -114,7 +114,7 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
   if (rows.empty()) {
     say(fmt::format("seed: {} ({} points in the tuning space)", TuneSpace::describe(space.defaults()), space.size()));
     KP_TRY(eval::EvalResult r, evaluate_point(space.defaults(), true, -1));
-    if (r.outcome == eval::Outcome::kNotRun) return ledger.stop_at_seed(StopReason::kNoGpu);
+    if (eval::is_machine_outcome(r.outcome)) return ledger.stop_at_seed(stop_for(r.outcome));
     if (r.outcome != eval::Outcome::kOk)
       return make_error(ErrorCode::kInvalidInput,
                         fmt::format("the seed does not pass ({}: {}): fix it before tuning it",
@@ -151,6 +151,7 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
   };
   KP_TRY(auto strategy, search::make_strategy(o.strategy, o.search));
   std::optional<Error> failure;
+  std::optional<StopReason> machine_stop;  // the GPU went away or is held: stop here
   std::optional<std::pair<int64_t, TunePoint>> pending;
 
   // Compiling ahead: before `now` is evaluated, the points likely to come next are written and
@@ -213,6 +214,11 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
         failure = r.error();
         return std::nullopt;
       }
+      if (eval::is_machine_outcome(r->outcome)) {  // the machine's, not the point's: stop, resume later
+        say(fmt::format("{}: {} ({})", text, eval::to_string(r->outcome), r->reason));
+        machine_stop = stop_for(r->outcome);
+        return std::nullopt;
+      }
       pending = {{*node, n}};
       const auto m = measurement_of(*r);
       // The lesson of this change: what moved, and what it did to the time and the energy.
@@ -243,7 +249,7 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
   };
   search::LoopHooks loop;
   auto over_budget = [&]() { return ledger.over_budget(false, hooks.interrupted); };
-  loop.stop = [&]() { return failure.has_value() || over_budget().has_value(); };
+  loop.stop = [&]() { return failure.has_value() || machine_stop.has_value() || over_budget().has_value(); };
   loop.after = [&](const search::Tree& t, int child) {
     db_id.push_back(pending->first);
     point.push_back(pending->second);
@@ -256,7 +262,7 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
   if (failure) return *failure;
 
   // The best, with its verdict.
-  const int best = ledger.settle(tree, over_budget().value_or(StopReason::kExhausted));
+  const int best = ledger.settle(tree, machine_stop ? *machine_stop : over_budget().value_or(StopReason::kExhausted));
   OptimizeReport& report = ledger.report();
   report.best_point = TuneSpace::describe(point[static_cast<size_t>(best)]);
   report.best_source = o.run_dir / "best.cu";

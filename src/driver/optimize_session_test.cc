@@ -27,6 +27,8 @@ namespace fs = std::filesystem;
 struct FakeGpu {
   std::map<std::string, int> evaluations;  // "BLOCK_X=32 BLOCK_Y=8" -> times evaluated
   bool gpu = true;
+  int busy_after = -1;  // >= 0: every evaluation after this many answers gpu_unavailable
+  int answered = 0;
   Result<eval::EvalResult> operator()(const fs::path& cu) {
     auto src = read_file(cu.string());
     if (!src) return src.error();
@@ -35,6 +37,12 @@ struct FakeGpu {
     ++evaluations[fmt::format("BLOCK_X={} BLOCK_Y={}", x, y)];
     eval::EvalResult r;
     if (!gpu) return r;  // not_run
+    if (busy_after >= 0 && answered >= busy_after) {
+      r.outcome = eval::Outcome::kGpuUnavailable;
+      r.reason = "out of device memory while 70.0 GiB of the GPU are held outside this worker";
+      return r;
+    }
+    ++answered;
     r.build_seconds = 0.5;
     r.worker_seconds = 1.0;
     if (x == 64 && y == 16) {  // too many threads per block: a launch failure
@@ -154,6 +162,43 @@ TEST_F(OptimizeSession, AnInterruptStopsAfterTheEvaluationInFlight) {
   auto store = store::RunStore::open(o_.run_dir / "store.db", store::RunStore::Access::kReader).value();
   EXPECT_EQ(store.evaluations().value().size(), 3u);
   EXPECT_TRUE(fs::exists(o_.run_dir / "best.cu"));
+}
+
+TEST_F(OptimizeSession, AGpuHeldElsewhereStopsTheRunWithNothingRecordedAndItResumes) {
+  FakeGpu gpu;
+  gpu.busy_after = 3;  // the seed and two points, then another process takes the GPU
+  o_.max_evaluations = 20;
+  o_.memory = dir_->path() / "memory.db";
+  auto first = run(gpu);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_EQ(first->stopped, "gpu_unavailable");
+  {
+    auto store = store::RunStore::open(o_.run_dir / "store.db", store::RunStore::Access::kReader).value();
+    const auto verdicts = store.evaluations().value();
+    EXPECT_EQ(verdicts.size(), 3u);
+    for (const auto& v : verdicts) EXPECT_NE(v.outcome, "gpu_unavailable") << "the machine's failure was stored";
+    auto memory = store::RunStore::open(o_.memory, store::RunStore::Access::kReader).value();
+    const auto lessons = memory.lessons("", "data-movement", 20).value();
+    EXPECT_EQ(lessons.size(), 2u) << "one per measured change";
+    for (const auto& l : lessons)
+      EXPECT_NE(l.outcome, "gpu_unavailable") << "a lesson was learned from the machine's failure";
+  }
+  gpu.busy_after = -1;  // the GPU is free again
+  o_.resume = true;
+  auto second = run(gpu);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  EXPECT_EQ(second->stopped, "exhausted");
+  EXPECT_EQ(second->nodes, 9) << "every point measured, the one in flight at the stop too";
+  EXPECT_EQ(second->best_point, "BLOCK_X=32 BLOCK_Y=16");
+}
+
+TEST_F(OptimizeSession, AGpuHeldElsewhereAtTheSeedStopsBeforeAnythingIsStored) {
+  FakeGpu gpu;
+  gpu.busy_after = 0;
+  auto r = run(gpu);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stopped, "gpu_unavailable");
+  EXPECT_EQ(r->nodes, 0);
 }
 
 TEST_F(OptimizeSession, SaysWhatIsMissing) {

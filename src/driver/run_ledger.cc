@@ -33,21 +33,27 @@ const char* to_string(StopReason r) {
     case StopReason::kInterrupted: return "interrupted";
     case StopReason::kNoGpu: return "no_gpu";
     case StopReason::kPending: return "pending";
+    case StopReason::kGpuUnavailable: return "gpu_unavailable";
   }
   return "?";
 }
 
 std::optional<StopReason> stop_reason_from_string(std::string_view s) {
   for (StopReason r : {StopReason::kExhausted, StopReason::kBudget, StopReason::kInterrupted, StopReason::kNoGpu,
-                       StopReason::kPending})
+                       StopReason::kPending, StopReason::kGpuUnavailable})
     if (s == to_string(r)) return r;
   return std::nullopt;
+}
+
+StopReason stop_for(eval::Outcome machine_outcome) {
+  return machine_outcome == eval::Outcome::kGpuUnavailable ? StopReason::kGpuUnavailable : StopReason::kNoGpu;
 }
 
 StopReason first_to_act_on(StopReason a, StopReason b) {
   auto rank = [](StopReason r) {
     switch (r) {
-      case StopReason::kNoGpu: return 0;
+      case StopReason::kNoGpu:
+      case StopReason::kGpuUnavailable: return 0;
       case StopReason::kPending: return 1;
       case StopReason::kBudget: return 2;
       default: return 3;

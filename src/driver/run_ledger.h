@@ -48,8 +48,13 @@ std::optional<RunMode> run_mode_from_string(std::string_view s);
 //   kInterrupted  Ctrl-C, after the step in flight
 //   kNoGpu        the step in flight needs a GPU to evaluate (a candidate was only built)
 //   kPending      a manual prompt waits for its answer (OptimizeReport::pending says where)
-enum class StopReason { kExhausted, kBudget, kInterrupted, kNoGpu, kPending };
-const char* to_string(StopReason r);  // "exhausted", "budget", "interrupted", "no_gpu", "pending"
+// kGpuUnavailable: the GPU is there but held by another process (eval::Outcome::kGpuUnavailable
+// after the judge's retries); the run resumes once it is free.
+enum class StopReason { kExhausted, kBudget, kInterrupted, kNoGpu, kPending, kGpuUnavailable };
+// "exhausted", "budget", "interrupted", "no_gpu", "pending", "gpu_unavailable"
+const char* to_string(StopReason r);
+// The stop for a machine outcome (eval::is_machine_outcome): kNoGpu or kGpuUnavailable.
+StopReason stop_for(eval::Outcome machine_outcome);
 std::optional<StopReason> stop_reason_from_string(std::string_view s);
 
 // Of two reasons to stop met at once (the model loop's lanes), the one the user must act on

@@ -13,6 +13,7 @@ constexpr std::pair<Outcome, const char*> kNames[] = {
     {Outcome::kIncorrect, "incorrect"},
     {Outcome::kRejected, "rejected"},
     {Outcome::kNotRun, "not_run"},
+    {Outcome::kGpuUnavailable, "gpu_unavailable"},
 };
 }  // namespace
 
@@ -22,6 +23,8 @@ const char* to_string(Outcome o) {
   }
   return "crash";
 }
+
+bool is_machine_outcome(Outcome o) { return o == Outcome::kNotRun || o == Outcome::kGpuUnavailable; }
 
 std::optional<Outcome> outcome_from_string(std::string_view name) {
   for (const auto& [v, n] : kNames) {

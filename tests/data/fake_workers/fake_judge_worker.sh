@@ -3,7 +3,10 @@
 # in, fd 4 out) and appends one line per request to $FAKE_REQUESTS, "PID OP KIND", KIND being
 # "reference" for a reference-only eval, "eval-timing-reference" for an eval that times the
 # reference itself, "eval" for one that does not, and "-" for other ops. A reference alone
-# takes 4 ms a call, the candidate 2 ms (when its path holds "fast") or 8 ms.
+# takes 4 ms a call, the candidate 2 ms (when its path holds "fast") or 8 ms. With
+# $FAKE_BUSY_EVALS=N and $FAKE_BUSY_COUNT a file, the first N candidate evaluations (over every
+# worker started) answer gpu_unavailable, as when another process holds the GPU's memory, and
+# the worker exits after the reply, as the real one does.
 log() { [ -n "${FAKE_REQUESTS:-}" ] && echo "$$ $1 $2" >> "$FAKE_REQUESTS"; }
 while read -r line <&3; do
   case "$line" in
@@ -20,6 +23,14 @@ while read -r line <&3; do
     *'"op":"eval"'*)
       case "$line" in *'"time_reference":true'*) kind=eval-timing-reference ;; *) kind=eval ;; esac
       log eval $kind
+      if [ -n "${FAKE_BUSY_EVALS:-}" ]; then
+        busy=$(cat "$FAKE_BUSY_COUNT" 2>/dev/null || echo 0)
+        if [ "$busy" -lt "$FAKE_BUSY_EVALS" ]; then
+          echo $((busy + 1)) > "$FAKE_BUSY_COUNT"
+          echo '{"ok":true,"id":1,"exiting":true,"report":{"outcome":"gpu_unavailable","reason":"the candidate ran out of device memory while 70.0 GiB of the GPU are held outside this worker","trials_run":0,"checks":[],"output_names":[],"reference_seconds":0,"seed":7}}' >&4
+          exit 0
+        fi
+      fi
       t=0.008; case "$line" in *fast*) t=0.002 ;; esac
       ref=0; [ $kind = eval-timing-reference ] && ref=0.005
       echo '{"ok":true,"id":1,"exiting":false,"report":{"outcome":"ok","reason":"","trials_run":3,"checks":[],"output_names":["y"],"timing":{"method":"events","samples_s":['$t','$t','$t'],"wall_s":[],"stop":"precise"},"reference_seconds":'$ref',"seed":7}}' >&4 ;;
