@@ -227,14 +227,15 @@ TEST_F(PythonWorkerClientTest, ArgvAndEnvironmentStartThePythonWorker) {
   EXPECT_EQ(dev->name, "Fake H200");
 }
 
-TEST_F(PythonWorkerClientTest, WithoutItsEnvironmentTheWorkerCannotStartAndThatIsABrokenTool) {
+TEST_F(PythonWorkerClientTest, WithoutItsEnvironmentTheWorkerRefusesAndThatIsUnavailable) {
   WorkerOptions o = python_options();
   o.env.clear();
   unsetenv("PYTHONPATH");
   WorkerClient w(o);
   auto dev = w.device();
   ASSERT_FALSE(dev.ok());
-  EXPECT_EQ(dev.error().code, ErrorCode::kTool);
+  // The worker started and answered its hello with the reason (not a worker dying before it).
+  EXPECT_EQ(dev.error().code, ErrorCode::kUnavailable);
   EXPECT_NE(dev.error().message.find("PYTHONPATH"), std::string::npos) << dev.error().message;
 }
 
