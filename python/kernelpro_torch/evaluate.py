@@ -27,7 +27,7 @@ import weakref
 
 import torch
 
-from . import compare, loader, output_hash, problem as pb, timing_rule
+from . import compare, loader, output_hash, problem as pb, seal, timing_rule
 
 # The harness's own references to its timing functions, taken before any candidate code runs:
 # a candidate that patches torch.cuda.Event.elapsed_time or time.perf_counter changes nothing
@@ -569,6 +569,11 @@ class Evaluation:
             now = _perf()
             self.report["phase_seconds"][name] = now - phase[0]
             phase[0] = now
+            # After each phase once the candidate is loaded: the harness is still its own.
+            sealed = getattr(self, "_seal", None)
+            found = sealed.check() if sealed is not None else None
+            if found:
+                raise Stop("rejected", found[1], cheat=found[0])
 
         try:
             if self.options["reference_only"]:
@@ -584,14 +589,24 @@ class Evaluation:
             # A crash loses the context; these cheats leave the process changed (patched
             # functions, a live thread, a stream still running): a fresh worker comes next. So
             # after gpu_unavailable: the retry starts clean, holding nothing of this one.
-            if s.outcome in ("crash", "gpu_unavailable") or s.cheat in ("timer_patch", "torch_patch", "constant_rebinding",
-                                                   "background_thread", "side_stream", "persisting_l2"):
+            if s.outcome in ("crash", "gpu_unavailable") or s.cheat in (
+                    "timer_patch", "torch_patch", "constant_rebinding", "harness_tamper", "background_thread",
+                    "side_stream", "persisting_l2"):
                 self.exiting = True
         except Exception as e:  # a harness bug must still be an answer, not a dead worker
             self.report["outcome"] = "crash"
             self.report["reason"] = _describe_exception(e, "the kernelpro worker")
             self.exiting = context_lost()
         finally:
+            # Before the report leaves: a harness changed at any point (even after the last
+            # phase) makes the verdict a rejection, and the harness's own code is put back for
+            # the reply. Such a worker is not used again.
+            sealed = getattr(self, "_seal", None)
+            found = sealed.check() if sealed is not None else None
+            if found:
+                sealed.restore()
+                self.report.update(outcome="rejected", reason=found[1], cheat=found[0])
+                self.exiting = True
             guard = getattr(self, "_guard", None)
             if guard is not None:
                 if guard.check():
@@ -609,7 +624,7 @@ class Evaluation:
 
     def _cleanup(self):
         for k in list(vars(self)):
-            if k.startswith("_m") or k in ("sets", "ref_outs", "_guard", "_problem"):
+            if k.startswith("_m") or k in ("sets", "ref_outs", "_guard", "_problem", "_seal"):
                 setattr(self, k, None)
         import gc
 
@@ -712,6 +727,7 @@ class Evaluation:
             p = self.dev.props
             os.environ["TORCH_CUDA_ARCH_LIST"] = f"{p.major}.{p.minor}"
         py_threads = threading.active_count()
+        self._seal = seal.Seal()  # after the harness's own set-up of loader's globals
         try:
             cand = pb.Candidate(self.candidate_path, self.build_dir)
         except pb.CandidateLoadError as e:

@@ -57,6 +57,7 @@ CHEATS = [
      ("rejected",), "forbidden_library", "strict"),
     ("relu.py", "cheats/persisting_l2.py", "cheats/persisting_l2.cu", {}, ("rejected",), "persisting_l2", "L2"),
     ("relu.py", "cheats/timer_patch.py", "honest/relu_fast.cu", {}, ("rejected",), "timer_patch", "elapsed_time"),
+    ("relu.py", "cheats/harness_tamper.py", "honest/relu_fast.cu", {}, ("rejected",), "harness_tamper", "_elapsed"),
     ("relu.py", "cheats/lazy_output.py", "honest/relu_fast.cu", {}, ("rejected",), "lazy_output", "subclass"),
     ("relu.py", "cheats/aliased_output.py", "honest/relu_fast.cu", {}, ("rejected",), "aliased_output", "alias"),
     ("relu.py", "cheats/rebind_gc.py", "honest/relu_fast.cu", {}, ("rejected",), "constant_rebinding", "batch_size"),

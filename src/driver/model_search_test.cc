@@ -44,9 +44,15 @@ struct FakeGpu {
   int evaluations = 0;
   std::vector<std::string> analyzed;
   bool present = true;
+  bool held_elsewhere = false;  // another process holds the GPU: gpu_unavailable
   Result<eval::EvalResult> evaluate(const fs::path& cu) {
     eval::EvalResult r;
     if (!present) return r;  // not_run: built, no GPU to run it
+    if (held_elsewhere) {
+      r.outcome = eval::Outcome::kGpuUnavailable;
+      r.reason = "out of device memory while 70.0 GiB of the GPU are held outside this worker";
+      return r;
+    }
     ++evaluations;
     const std::string text = read_file(cu.string()).value();
     r.outcome = eval::Outcome::kOk;
@@ -348,6 +354,46 @@ TEST(ModelSearch, TheLlmBudgetStopsTheRunWhereItIs) {
   EXPECT_EQ(server.requests().size(), 3u);
   EXPECT_EQ(gpu.evaluations, 2) << "the seed and the one candidate the model finished";
   EXPECT_TRUE(fs::exists(o.run_dir / "best.cu"));
+}
+
+// Another process takes the GPU after the seed: the candidate in flight gets no verdict, no node
+// measurement and no lesson; the run stops, and resumes once the GPU is free.
+TEST(ModelSearch, AGpuHeldElsewhereStopsTheRunWithoutAVerdictAndItResumes) {
+  Harness h;
+  ServedModel model(h.prompts, plan_d_write_fast);
+  FakeGpu gpu;
+  auto hooks = gpu.hooks();
+  OptimizeOptions o = h.options();
+  o.max_evaluations = 2;
+  // The seed is measured, then the GPU is taken.
+  auto evaluate = hooks.evaluate;
+  hooks.evaluate = [&](const fs::path& cu, const fs::path& py, bool root) {
+    auto r = evaluate(cu, py, root);
+    gpu.held_elsewhere = true;
+    return r;
+  };
+  auto first = run_model_optimize(h.task, *model.agents, hooks, o);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_EQ(first->stopped, "gpu_unavailable");
+  EXPECT_EQ(gpu.evaluations, 1) << "the seed only";
+  {
+    auto store = store::RunStore::open(o.run_dir / "store.db", store::RunStore::Access::kReader).value();
+    const auto verdicts = store.evaluations().value();
+    ASSERT_EQ(verdicts.size(), 1u);
+    EXPECT_EQ(verdicts[0].outcome, "ok");
+  }
+  gpu.held_elsewhere = false;
+  hooks.evaluate = evaluate;
+  o.resume = true;
+  o.max_evaluations = 1;
+  auto second = run_model_optimize(h.task, *model.agents, hooks, o);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  EXPECT_EQ(second->stopped, "budget");
+  EXPECT_EQ(gpu.evaluations, 2) << "the candidate the stop left without a verdict, measured now";
+  auto store = store::RunStore::open(o.run_dir / "store.db", store::RunStore::Access::kReader).value();
+  const auto verdicts = store.evaluations().value();
+  EXPECT_EQ(verdicts.size(), 2u);
+  for (const auto& v : verdicts) EXPECT_NE(v.outcome, "gpu_unavailable");
 }
 
 // The person as the model: each prompt stops the run (pending) until its answer file is written;

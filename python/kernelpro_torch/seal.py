@@ -1,0 +1,143 @@
+"""The harness's own code, sealed against the candidate it judges (`harness_tamper`).
+
+The KernelBench candidate is imported into the interpreter that times and judges it. The timer
+references, the comparison functions, the sampling rule and the reply's JSON encoder are module
+globals and class attributes that candidate code could rebind (`evaluate._elapsed = ...`,
+`compare.check_output = ...`, `json.dumps = ...`) to change the measured time or the verdict.
+
+A Seal records, before the candidate loads, the identity of every global of kernelpro_torch's
+modules, of every attribute of their classes, of each function's code object and defaults, of
+the standard-library functions the harness calls, and of the modules in sys.modules under
+those names. `check()` names what changed; the evaluation runs it after the candidate loads,
+after each phase and before the reply. What it does not see: changes inside objects (a list or
+dict the harness holds, reached through gc), and native code that writes the interpreter's
+memory; a candidate doing either still faces the physics floor and the GPU-side checks.
+"""
+
+import bisect
+import json
+import math
+import statistics
+import sys
+import time
+import types
+
+HARNESS_MODULES = ("kernelpro_torch.evaluate", "kernelpro_torch.compare", "kernelpro_torch.output_hash",
+                   "kernelpro_torch.timing_rule", "kernelpro_torch.native", "kernelpro_torch.problem",
+                   "kernelpro_torch.loader", "kernelpro_torch.seal", "kernelpro_torch.worker")
+
+# (owner, attribute names) of the standard library the harness relies on.
+STDLIB = ((bisect, ("insort", "bisect_left", "bisect_right")), (statistics, ("median", "mean", "stdev")),
+          (math, ("sqrt", "isfinite", "ceil", "floor")), (json, ("dumps", "loads", "dump", "load")),
+          (json.JSONEncoder, ("encode", "iterencode", "default")), (time, ("perf_counter", "time", "monotonic")))
+
+
+def _fingerprint(obj):
+    """What makes a function behave as it does: the object, its code, its defaults and closure."""
+    f = getattr(obj, "__func__", obj)  # bound, class and static methods: the function inside
+    if isinstance(f, types.FunctionType):
+        return (id(obj), id(f.__code__), id(f.__defaults__), id(f.__kwdefaults__),
+                tuple(id(c.cell_contents) if _cell_full(c) else None for c in (f.__closure__ or ())))
+    return (id(obj),)
+
+
+def _cell_full(cell):
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
+class Seal:
+    def __init__(self):
+        self.entries = {}  # name -> (object kept alive, fingerprint)
+        self.bodies = {}   # id(function) -> (function, its code, defaults, kwdefaults)
+        # The worker runs as `python -m kernelpro_torch.worker`: its module is __main__.
+        main = sys.modules.get("__main__")
+        as_main = str(getattr(main, "__file__", "") or "").replace("\\", "/").endswith("kernelpro_torch/worker.py")
+        self.modules = HARNESS_MODULES + (("__main__",) if as_main else ())
+        for name in self.modules:
+            mod = sys.modules.get(name)
+            if mod is None:
+                continue
+            self._add(f"sys.modules[{name!r}]", mod)
+            for k, v in list(vars(mod).items()):
+                if k.startswith("__") or isinstance(v, (dict, list, set)):
+                    continue  # mutable data (caches) is the harness's to change
+                self._add(f"{name}.{k}", v)
+                if isinstance(v, type) and getattr(v, "__module__", "") == name:
+                    for ak, av in list(vars(v).items()):
+                        if not (ak.startswith("__") and ak not in ("__init__", "__call__")):
+                            self._add(f"{name}.{k}.{ak}", av)
+        for owner, names in STDLIB:
+            for n in names:
+                if hasattr(owner, n):
+                    self._add(f"{getattr(owner, '__name__', owner)}.{n}", getattr(owner, n))
+
+    def _add(self, name, obj):
+        self.entries[name] = (obj, _fingerprint(obj))
+        f = getattr(obj, "__func__", obj)
+        if isinstance(f, types.FunctionType):
+            self.bodies[id(f)] = (f, f.__code__, f.__defaults__, f.__kwdefaults__)
+
+    def _now(self, name):
+        if name.startswith("sys.modules["):
+            return sys.modules.get(name[len("sys.modules['"):-2])
+        owner_path, _, attr = name.rpartition(".")
+        for mod_name in sorted(self.modules, key=len, reverse=True):
+            if owner_path == mod_name or owner_path.startswith(mod_name + "."):
+                owner = sys.modules.get(mod_name)
+                for part in owner_path[len(mod_name):].split(".")[1:]:
+                    owner = vars(owner).get(part) if owner is not None else None
+                return vars(owner).get(attr) if owner is not None else None
+        for owner, names in STDLIB:
+            if f"{getattr(owner, '__name__', owner)}.{attr}" == name:
+                return getattr(owner, attr, None)
+        return None
+
+    def check(self):
+        """(cheat, reason) when the candidate rebound or rewrote part of the harness, else None."""
+        changed = [name for name, (_, fp) in self.entries.items() if _fingerprint(self._now(name)) != fp]
+        if not changed:
+            return None
+        return "harness_tamper", (f"the candidate changed kernelpro's own harness ({', '.join(changed[:4])}"
+                                  f"{' and more' if len(changed) > 4 else ''}): the timing and the verdict are "
+                                  "the harness's, not the candidate's to rewrite")
+
+    def restore(self):
+        """Puts back every rebound global and class attribute and every rewritten function body
+        (the worker exits after such a candidate anyway; the reply and the cleanup must run on
+        the harness's own code)."""
+        for f, code, defaults, kwdefaults in self.bodies.values():
+            try:
+                if f.__code__ is not code:
+                    f.__code__ = code
+                if f.__defaults__ is not defaults:
+                    f.__defaults__ = defaults
+                if f.__kwdefaults__ is not kwdefaults:
+                    f.__kwdefaults__ = kwdefaults
+            except (AttributeError, TypeError, ValueError):
+                pass
+        for name, (obj, fp) in self.entries.items():
+            if name.startswith("sys.modules["):
+                sys.modules[name[len("sys.modules['"):-2]] = obj
+                continue
+            if _fingerprint(self._now(name)) == fp:
+                continue
+            owner_path, _, attr = name.rpartition(".")
+            owner = sys.modules.get(owner_path)
+            if owner is None:
+                mod_name = max((m for m in self.modules if owner_path.startswith(m + ".")), key=len, default=None)
+                owner = sys.modules.get(mod_name) if mod_name else None
+                for part in owner_path[len(mod_name or ""):].split(".")[1:]:
+                    owner = vars(owner).get(part) if owner is not None else None
+            if owner is None:
+                for o, names in STDLIB:
+                    if f"{getattr(o, '__name__', o)}.{attr}" == name:
+                        owner = o
+            try:
+                if owner is not None:
+                    setattr(owner, attr, obj)
+            except (AttributeError, TypeError):
+                pass
