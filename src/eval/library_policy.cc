@@ -63,7 +63,8 @@ std::optional<LibraryViolation> find_forbidden_library(const build::BuildResult&
     return std::find(allowed.begin(), allowed.end(), lib) != allowed.end();
   };
   if (build.imported_symbols) {
-    for (const char* loader : {"dlopen", "dlmopen", "__libc_dlopen_mode"}) {
+    // dlsym too: dlsym(RTLD_DEFAULT, "dlopen") reaches the loader without importing it.
+    for (const char* loader : {"dlopen", "dlmopen", "__libc_dlopen_mode", "dlsym", "dlvsym"}) {
       if (std::find(build.imported_symbols->begin(), build.imported_symbols->end(), loader) ==
           build.imported_symbols->end())
         continue;

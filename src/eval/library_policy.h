@@ -29,7 +29,8 @@ std::optional<std::string> cuda_library_of_symbol(const std::string& symbol);
 
 // The first violation of `allowed` (task.candidate_libraries) by the candidate's build: a
 // needed CUDA library or an imported symbol of one that is not allowed, or an import of dlopen,
-// dlmopen or __libc_dlopen_mode. nullopt when there is none, or when the build recorded
+// dlmopen, __libc_dlopen_mode, dlsym or dlvsym (dlsym(RTLD_DEFAULT, "dlopen") finds the loader
+// without importing it). nullopt when there is none, or when the build recorded
 // neither list (readelf and nm missing: nothing can be said).
 std::optional<LibraryViolation> find_forbidden_library(const build::BuildResult& build,
                                                        const std::vector<std::string>& allowed);

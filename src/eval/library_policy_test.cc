@@ -69,6 +69,16 @@ TEST(LibraryPolicy, DlopenIsRefusedWhateverTheTaskAllows) {
   }
 }
 
+TEST(LibraryPolicy, DlsymIsRefusedSinceItReachesTheLoaderUnimported) {
+  for (const char* lookup : {"dlsym", "dlvsym"}) {
+    auto v = find_forbidden_library(built(kPlain, {lookup, "cudaLaunchKernel"}), {"cublas"});
+    ASSERT_TRUE(v) << lookup;
+    EXPECT_EQ(v->library, "dlopen");
+    EXPECT_NE(v->reason.find(std::string("calls ") + lookup), std::string::npos) << v->reason;
+  }
+  EXPECT_FALSE(find_forbidden_library(built(kPlain, {"cudaLaunchKernel"}), {})) << "an honest build";
+}
+
 TEST(LibraryPolicy, NothingRecordedNothingDecided) {
   build::BuildResult b;
   b.ok = true;
