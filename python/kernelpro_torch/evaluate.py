@@ -422,7 +422,16 @@ def library_symbols(paths):
     return names
 
 
-def measure_energy(dev, call, sets, t_call, options):
+# Energy calls whose outputs are checked, at random among those the window will hold: enough
+# that a candidate cannot skip its work while its energy is measured, few enough that the checks'
+# own GPU work stays a small part of the measured joules.
+ENERGY_CHECKS = 3
+
+
+def measure_energy(dev, call, sets, t_call, options, check=None, rng=None):
+    """Joules per call over options["energy_window_s"] of back-to-back calls (NVML's total-energy
+    counter). With `check(call_index, set_index, outputs)`: ENERGY_CHECKS calls, drawn at random
+    by `rng`, have their outputs checked after their chunk's synchronization."""
     e = {"measured": False, "unavailable_reason": "", "joules_per_call": 0.0, "dynamic_joules_per_call": 0.0,
          "average_watts": 0.0, "idle_watts": 0.0, "window_s": 0.0, "calls": 0, "sm_clock_mhz": 0, "temperature_c": 0}
     window = float(options["energy_window_s"])
@@ -455,6 +464,9 @@ def measure_energy(dev, call, sets, t_call, options):
         dev.idle_watts = (b - a) * 1e-3 / dt if (a is not None and b is not None and dt > 0) else 0.0
     e["idle_watts"] = dev.idle_watts
     chunk = max(1, int(0.02 / max(t_call, 1e-7)))
+    expected = max(1, int(window / max(t_call, 1e-7)))
+    rng = rng or random.Random(random.SystemRandom().getrandbits(63))
+    picks = set(rng.sample(range(expected), min(ENERGY_CHECKS, expected))) if check is not None else set()
     e0 = next_tick(nv.total_energy_mj())
     if e0 is None:
         e["unavailable_reason"] = "NVML energy read failed"
@@ -464,10 +476,17 @@ def measure_energy(dev, call, sets, t_call, options):
     last = e0
     e1 = None
     while True:
+        kept = []
         for _ in range(chunk):
-            run_guarded(lambda: call(sets[calls % len(sets)]), "the candidate")
+            out = run_guarded(lambda: call(sets[calls % len(sets)]), "the candidate")
+            if calls in picks:
+                kept.append((calls, calls % len(sets), out))
+            del out
             calls += 1
         run_guarded(_sync, "the candidate")
+        for i, k, out in kept:
+            check(i, k, out)
+        del kept
         if _perf() - t0 < window:
             continue
         v = nv.total_energy_mj()
@@ -530,6 +549,11 @@ class VerifiedOutputs:
         if self.keep_copies:
             return bool(torch.equal(o, v[2]))
         return self.hash.same(self.hash.fingerprint(o), v[2])
+
+    def forget(self, set_index):
+        """Drops what was verified for an input set whose contents have changed since."""
+        for key in [key for key in self.seen if key[0] == set_index]:
+            del self.seen[key]
 
     def add(self, key, o):
         """Records o, just found correct, unless an output for key is already recorded."""
@@ -872,7 +896,6 @@ class Evaluation:
             remember(returned, got)
         torch.cuda.empty_cache()
         timing = time_calls(self.dev, call_new, sets, opts, check=check, threads_fixed=thread_count())
-        verified = None  # kept copies or a fingerprint key: device memory that later phases need not hold
         self.report["timing"] = timing
         median = statistics.median(timing["samples_s"])
         wall = statistics.median(timing["wall_s"])
@@ -898,7 +921,21 @@ class Evaluation:
         found = guard.check()
         if found:
             raise Stop("rejected", found[1], cheat=found[0])
-        self.report["energy"] = measure_energy(self.dev, call_new, sets, median, opts)
+        verified.forget(0)  # the cache checks rewrote set 0 in place; ref_outs[0] is its new reference
+
+        def energy_check(i, k, out):
+            got = outputs_of(out, "the candidate")
+            for j, (o, w) in enumerate(zip(got, ref_outs[k])):
+                if verified.matches((k, j), o):
+                    continue
+                c = compare.check_output(o, w)
+                if not c["passed"]:
+                    raise Stop("rejected", f"the output of energy call {i + 1} (input set {k + 1}) is wrong although "
+                                           f"the same inputs passed before: {c['reason']}; the calls whose energy is "
+                                           "measured must do the work", cheat="batched_calls")
+
+        self.report["energy"] = measure_energy(self.dev, call_new, sets, median, opts, check=energy_check)
+        verified = None  # kept copies or a fingerprint key: device memory that later phases need not hold
         end("energy")
 
     def _check_outputs_are_real(self, outs, inputs):

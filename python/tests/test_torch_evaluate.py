@@ -196,10 +196,8 @@ class VerifiedOutputsTest(unittest.TestCase):
                 self.assertFalse(v.matches((1, 0), o[:32]))
                 v.add((1, 0), wrong)  # the first verified output stays
                 self.assertTrue(v.matches((1, 0), o))
-
-
-if __name__ == "__main__":
-    unittest.main()
+                v.forget(1)  # set 1's inputs were rewritten: what matched before proves nothing now
+                self.assertFalse(v.matches((1, 0), o))
 
 
 class OutOfMemoryTest(unittest.TestCase):
@@ -231,3 +229,71 @@ class OutOfMemoryTest(unittest.TestCase):
         st = evaluate.problem_failure(ValueError("bad shape"), "the problem's get_inputs()", reference_failed=True)
         self.assertEqual(st.outcome, "runtime_error")
         self.assertTrue(st.reference_failed)
+
+
+class FakeNvml:
+    """An energy counter that advances 1 mJ on every read: the window always closes."""
+
+    available = True
+    error = ""
+
+    def __init__(self):
+        self.mj = 0
+
+    def total_energy_mj(self):
+        self.mj += 1
+        return self.mj
+
+    def sm_clock_mhz(self):
+        return 1980
+
+    def temperature_c(self):
+        return 40
+
+
+class EnergyChecksTest(unittest.TestCase):
+    """The calls whose energy is measured are checked too: a few, drawn at random, so a
+    candidate that skips its work while the energy is measured is caught."""
+
+    def measure(self, call, check):
+        clock = FakeClock()
+        dev = FakeDevice(clock, 0.0)
+        dev.nvml, dev.idle_watts = FakeNvml(), 0.0
+
+        def timed(xs):
+            clock.now += 1e-3
+            return call(xs)
+
+        patches = clock.patches()
+        for p in patches:
+            p.start()
+        try:
+            opts = timing_rule.options_with_defaults({"energy_window_s": 0.1})
+            return evaluate.measure_energy(dev, timed, ["set0", "set1"], 1e-3, opts, check=check,
+                                           rng=__import__("random").Random(5))
+        finally:
+            for p in patches:
+                p.stop()
+
+    def test_three_calls_are_checked_at_indices_no_one_can_predict(self):
+        checked = []
+        e = self.measure(lambda xs: torch.zeros(1), lambda i, k, out: checked.append((i, k)))
+        self.assertTrue(e["measured"])
+        self.assertEqual(len(checked), evaluate.ENERGY_CHECKS)
+        self.assertTrue(all(k == i % 2 for i, k in checked), checked)
+        self.assertEqual(len({i for i, _ in checked}), evaluate.ENERGY_CHECKS)
+
+    def test_a_call_that_skips_its_work_is_stopped(self):
+        def check(i, k, out):
+            if out is None:
+                raise evaluate.Stop("rejected", f"energy call {i + 1} did nothing", cheat="batched_calls")
+
+        calls = []
+
+        def lazy(xs):  # does the work on the first 20 calls only, as if it knew when energy starts
+            calls.append(1)
+            return torch.zeros(1) if len(calls) <= 20 else None
+
+        with self.assertRaises(evaluate.Stop) as caught:
+            self.measure(lazy, check)
+        self.assertEqual(caught.exception.cheat, "batched_calls")
