@@ -874,10 +874,10 @@ class Evaluation:
         # fingerprint costs about one read of the output).
         verified = VerifiedOutputs(ref_outs, device)
 
-        def check(i, k, out):
+        def check(i, k, out, what="timed call"):
             got = outputs_of(out, "the candidate")
             if len(got) != len(ref_outs[k]):
-                raise Stop("rejected", f"timed call {i + 1} (input set {k + 1}) returned {len(got)} outputs where the "
+                raise Stop("rejected", f"{what} {i + 1} (input set {k + 1}) returned {len(got)} outputs where the "
                                        f"reference returns {len(ref_outs[k])}, although the same inputs passed before",
                            cheat="batched_calls")
             for j, (o, w) in enumerate(zip(got, ref_outs[k])):
@@ -886,10 +886,10 @@ class Evaluation:
                 c = compare.check_output(o, w)
                 if not c["passed"]:
                     if seen(returned, o):
-                        raise Stop("rejected", f"the output of timed call {i + 1} (input set {k + 1}) is wrong: "
+                        raise Stop("rejected", f"the output of {what} {i + 1} (input set {k + 1}) is wrong: "
                                                f"{c['reason']}; it is the very tensor an earlier call returned, so "
                                                "results are cached across calls", cheat="result_cache")
-                    raise Stop("rejected", f"the output of timed call {i + 1} (input set {k + 1}) is wrong although "
+                    raise Stop("rejected", f"the output of {what} {i + 1} (input set {k + 1}) is wrong although "
                                            f"the same inputs passed before: {c['reason']}; work is deferred to, batched "
                                            "with or cached from other calls", cheat="batched_calls")
                 verified.add((k, j), o)
@@ -922,19 +922,8 @@ class Evaluation:
         if found:
             raise Stop("rejected", found[1], cheat=found[0])
         verified.forget(0)  # the cache checks rewrote set 0 in place; ref_outs[0] is its new reference
-
-        def energy_check(i, k, out):
-            got = outputs_of(out, "the candidate")
-            for j, (o, w) in enumerate(zip(got, ref_outs[k])):
-                if verified.matches((k, j), o):
-                    continue
-                c = compare.check_output(o, w)
-                if not c["passed"]:
-                    raise Stop("rejected", f"the output of energy call {i + 1} (input set {k + 1}) is wrong although "
-                                           f"the same inputs passed before: {c['reason']}; the calls whose energy is "
-                                           "measured must do the work", cheat="batched_calls")
-
-        self.report["energy"] = measure_energy(self.dev, call_new, sets, median, opts, check=energy_check)
+        self.report["energy"] = measure_energy(self.dev, call_new, sets, median, opts,
+                                               check=lambda i, k, out: check(i, k, out, "energy call"))
         verified = None  # kept copies or a fingerprint key: device memory that later phases need not hold
         end("energy")
 

@@ -49,56 +49,48 @@ def _cell_full(cell):
         return False
 
 
+def _namespace(owner):
+    return owner if isinstance(owner, dict) else vars(owner)
+
+
 class Seal:
     def __init__(self):
-        self.entries = {}  # name -> (object kept alive, fingerprint)
-        self.bodies = {}   # id(function) -> (function, its code, defaults, kwdefaults)
+        # (name, owner, attribute, the object kept alive, its fingerprint); owner is a module, a
+        # class or sys.modules itself.
+        self.entries = []
+        self.bodies = []  # (function, its code, defaults, kwdefaults)
         # The worker runs as `python -m kernelpro_torch.worker`: its module is __main__.
         main = sys.modules.get("__main__")
         as_main = str(getattr(main, "__file__", "") or "").replace("\\", "/").endswith("kernelpro_torch/worker.py")
-        self.modules = HARNESS_MODULES + (("__main__",) if as_main else ())
-        for name in self.modules:
+        for name in HARNESS_MODULES + (("__main__",) if as_main else ()):
             mod = sys.modules.get(name)
             if mod is None:
                 continue
-            self._add(f"sys.modules[{name!r}]", mod)
+            self._add(f"sys.modules[{name!r}]", sys.modules, name)
             for k, v in list(vars(mod).items()):
                 if k.startswith("__") or isinstance(v, (dict, list, set)):
                     continue  # mutable data (caches) is the harness's to change
-                self._add(f"{name}.{k}", v)
+                self._add(f"{name}.{k}", mod, k)
                 if isinstance(v, type) and getattr(v, "__module__", "") == name:
-                    for ak, av in list(vars(v).items()):
+                    for ak in list(vars(v)):
                         if not (ak.startswith("__") and ak not in ("__init__", "__call__")):
-                            self._add(f"{name}.{k}.{ak}", av)
+                            self._add(f"{name}.{k}.{ak}", v, ak)
         for owner, names in STDLIB:
             for n in names:
-                if hasattr(owner, n):
-                    self._add(f"{getattr(owner, '__name__', owner)}.{n}", getattr(owner, n))
+                if n in vars(owner):
+                    self._add(f"{owner.__name__}.{n}", owner, n)
 
-    def _add(self, name, obj):
-        self.entries[name] = (obj, _fingerprint(obj))
+    def _add(self, name, owner, attr):
+        obj = _namespace(owner)[attr]
+        self.entries.append((name, owner, attr, obj, _fingerprint(obj)))
         f = getattr(obj, "__func__", obj)
         if isinstance(f, types.FunctionType):
-            self.bodies[id(f)] = (f, f.__code__, f.__defaults__, f.__kwdefaults__)
-
-    def _now(self, name):
-        if name.startswith("sys.modules["):
-            return sys.modules.get(name[len("sys.modules['"):-2])
-        owner_path, _, attr = name.rpartition(".")
-        for mod_name in sorted(self.modules, key=len, reverse=True):
-            if owner_path == mod_name or owner_path.startswith(mod_name + "."):
-                owner = sys.modules.get(mod_name)
-                for part in owner_path[len(mod_name):].split(".")[1:]:
-                    owner = vars(owner).get(part) if owner is not None else None
-                return vars(owner).get(attr) if owner is not None else None
-        for owner, names in STDLIB:
-            if f"{getattr(owner, '__name__', owner)}.{attr}" == name:
-                return getattr(owner, attr, None)
-        return None
+            self.bodies.append((f, f.__code__, f.__defaults__, f.__kwdefaults__))
 
     def check(self):
         """(cheat, reason) when the candidate rebound or rewrote part of the harness, else None."""
-        changed = [name for name, (_, fp) in self.entries.items() if _fingerprint(self._now(name)) != fp]
+        changed = [name for name, owner, attr, _, fp in self.entries
+                   if _fingerprint(_namespace(owner).get(attr)) != fp]
         if not changed:
             return None
         return "harness_tamper", (f"the candidate changed kernelpro's own harness ({', '.join(changed[:4])}"
@@ -106,38 +98,21 @@ class Seal:
                                   "the harness's, not the candidate's to rewrite")
 
     def restore(self):
-        """Puts back every rebound global and class attribute and every rewritten function body
-        (the worker exits after such a candidate anyway; the reply and the cleanup must run on
-        the harness's own code)."""
-        for f, code, defaults, kwdefaults in self.bodies.values():
+        """Puts back every rewritten function body and every rebound global and class attribute
+        (the worker exits after such a candidate anyway; the reply and the cleanup must run on the
+        harness's own code)."""
+        for f, code, defaults, kwdefaults in self.bodies:
             try:
-                if f.__code__ is not code:
-                    f.__code__ = code
-                if f.__defaults__ is not defaults:
-                    f.__defaults__ = defaults
-                if f.__kwdefaults__ is not kwdefaults:
-                    f.__kwdefaults__ = kwdefaults
+                f.__code__, f.__defaults__, f.__kwdefaults__ = code, defaults, kwdefaults
             except (AttributeError, TypeError, ValueError):
                 pass
-        for name, (obj, fp) in self.entries.items():
-            if name.startswith("sys.modules["):
-                sys.modules[name[len("sys.modules['"):-2]] = obj
+        for _, owner, attr, obj, fp in self.entries:
+            if _fingerprint(_namespace(owner).get(attr)) == fp:
                 continue
-            if _fingerprint(self._now(name)) == fp:
-                continue
-            owner_path, _, attr = name.rpartition(".")
-            owner = sys.modules.get(owner_path)
-            if owner is None:
-                mod_name = max((m for m in self.modules if owner_path.startswith(m + ".")), key=len, default=None)
-                owner = sys.modules.get(mod_name) if mod_name else None
-                for part in owner_path[len(mod_name or ""):].split(".")[1:]:
-                    owner = vars(owner).get(part) if owner is not None else None
-            if owner is None:
-                for o, names in STDLIB:
-                    if f"{getattr(o, '__name__', o)}.{attr}" == name:
-                        owner = o
             try:
-                if owner is not None:
+                if isinstance(owner, dict):
+                    owner[attr] = obj
+                else:
                     setattr(owner, attr, obj)
             except (AttributeError, TypeError):
                 pass
