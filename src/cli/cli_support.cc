@@ -187,6 +187,12 @@ int print_verdict(const task::Task& task, const eval::EvalResult& result, bool j
   return kExitFailed;
 }
 
+std::string gpu_held_note(const std::string& what, const std::string& resume) {
+  return fmt::format("The GPU is held by another process (out of device memory, retried): {} was not recorded. "
+                     "Continue once it is free with: {}\n",
+                     what, resume);
+}
+
 // ---- profile and analyze -----------------------------------------------------------------------
 
 Result<std::unique_ptr<ProfileSetup>> profile_setup(const ProfileFlags& flags, const CommonFlags& common,

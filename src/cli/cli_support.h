@@ -77,6 +77,10 @@ std::function<void(const std::string&)> progress_printer(const CommonFlags& comm
 // returns the exit code.
 int print_verdict(const task::Task& task, const eval::EvalResult& result, bool json, const std::string& not_run_note);
 
+// The line a run prints when it stopped on gpu_unavailable: what was left unrecorded (`what`)
+// and how to go on (`resume`, a command).
+std::string gpu_held_note(const std::string& what, const std::string& resume);
+
 // What `profile` and `analyze` share (and analyze_feedback below): the task, the candidate, the
 // scratch folder and the session's options.
 struct ProfileSetup {

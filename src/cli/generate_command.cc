@@ -117,8 +117,7 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
   }
   if (rep.outcome == eval::Outcome::kGpuUnavailable) {
     if (!common.json)
-      std::cout << "\nThe GPU is held by another process (out of device memory, retried): nothing was recorded for "
-                   "the candidate. Run the same command with --resume once it is free.\n";
+      std::cout << "\n" << gpu_held_note("the candidate", "the same command with --resume");
     return kExitNotRun;
   }
   return kExitFailed;

@@ -126,9 +126,7 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   }
   if (r.stopped == "gpu_unavailable") {
     if (!common.json)
-      std::cout << fmt::format("The GPU is held by another process (out of device memory, retried): the candidate in "
-                               "flight was not recorded. Continue once it is free with: {}\n",
-                               hint);
+      std::cout << gpu_held_note("the candidate in flight", hint);
     return kExitNotRun;
   }
   if (r.stopped == "no_gpu") {

@@ -88,6 +88,7 @@ int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   if (tty) std::fprintf(stderr, "\n");
   if (!report.ok()) return exit_for(report.error());
   const auto& r = *report;
+  const std::string resume = fmt::format("kernelpro optimize {} --run-dir {} --resume", flags.task, o.run_dir.string());
   if (common.json) {
     auto j = r.to_json();
     j["run_dir"] = o.run_dir.string();
@@ -95,10 +96,7 @@ int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   } else if (r.stopped == "no_gpu") {
     std::cout << "No GPU here: the seed built; tuning needs its timings. Run the same command on a GPU machine.\n";
   } else if (r.stopped == "gpu_unavailable") {
-    std::cout << fmt::format("The GPU is held by another process (out of device memory, retried): nothing was recorded "
-                             "for the point in flight. Continue once it is free with: kernelpro optimize {} --run-dir {} "
-                             "--resume\n",
-                             flags.task, o.run_dir.string());
+    std::cout << gpu_held_note("the point in flight", resume);
   } else {
     std::cout << fmt::format(
         "{}: best {} at {:.4g} ms: {:.2f}x the seed ({:.4g} ms), {:.2f}x the reference ({:.4g} ms)\n", task->name,
@@ -111,8 +109,7 @@ int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
         "{} point(s) compiled ahead in {:.1f} s, beside the evaluations\n",
         r.wall_s, r.build_s, r.worker_s, r.wall_s - r.build_s - r.worker_s, r.built_ahead, r.ahead_s);
     if (r.stopped == "interrupted" || r.stopped == "budget")
-      std::cout << fmt::format("Continue it with: kernelpro optimize {} --run-dir {} --resume\n", flags.task,
-                               o.run_dir.string());
+      std::cout << "Continue it with: " << resume << "\n";
   }
   if (r.stopped == "no_gpu" || r.stopped == "gpu_unavailable") return kExitNotRun;
   return kExitOk;

@@ -338,9 +338,9 @@ Status ModelLoop::take_gpu(Job& j) {
     if (j.analysis && *j.analysis) {
       add_parts(ledger_.report(), **j.analysis);
       f.set_analysis(**j.analysis);
-    }
-    else if (j.analysis)
+    } else if (j.analysis) {
       say("analyze: not profiled (" + j.analysis->error().message + ")");
+    }
   } else {
     f.diagnostics = failure_diagnostics(r);
     // A failure has no class: its repair's lesson is of its parent's.
@@ -432,8 +432,9 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
       if (auto a = hooks.analyze(paths.cu, paths.py, true)) {
         add_parts(ledger.report(), *a);
         f.set_analysis(*a);
-      } else
+      } else {
         say("analyze: not profiled (" + a.error().message + ")");
+      }
       ledger.report().analyze_s += since(ta);
     }
     // The lessons of earlier runs, chosen once by the seed's class: a resumed run prompts with
