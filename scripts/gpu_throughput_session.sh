@@ -8,7 +8,7 @@
 #                 its kernelpro, kp-worker and CUPTI libraries in build/, and the files they read
 #                 at run time (include/, python/, prompts/, rules/) from that commit
 #   kb            KernelBench's level1/19_ReLU.py (copied from shared/kernelbench)
-#   STEPS="throughput agree ctest python"   what to do, in this order (default: all)
+#   STEPS="throughput probe agree ctest python"   what to do, in this order (default: all but probe)
 #   DEADLINE_S=560                           no step starts after this; each is cut at it
 # Writes $OUT/results.tgz and $OUT/summary.txt (the device tool returns eight files).
 set -u
@@ -47,6 +47,9 @@ for step in ${STEPS:-throughput agree ctest python}; do
     throughput)  # the issue's table, before and after, on this card
       [ -x /work/before/build/kernelpro ] || export BUILDS=after
       run throughput 540 bash bench/throughput.sh /work/before/build/kernelpro build/kernelpro "$R/throughput" kb/19_ReLU.py ;;
+    probe)  # where the KernelBench worker's start and set-up go (twice: the second finds files cached)
+      run probe-1 60 python3 bench/throughput/worker_probe.py kb/19_ReLU.py
+      run probe-2 60 python3 bench/throughput/worker_probe.py kb/19_ReLU.py ;;
     agree)  # the seven examples' seeds, timed by both builds: the medians must agree within 1%
       for e in gelu softmax layernorm transpose row_sum gemm_bf16 gemm_fp32; do
         [[ " ${AGREE:-after before} " == *" after "* ]] && run "agree-$e-after" 60 build/kernelpro eval "examples/$e" --json --no-energy

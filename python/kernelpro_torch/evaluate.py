@@ -331,14 +331,23 @@ def time_calls(dev, call, sets, options, check=None, who="the candidate", thread
     return timing
 
 
+def cuda_activity_profiler():
+    """PyTorch's Kineto profiler, recording GPU activity only. Taken from torch.autograd.profiler,
+    not torch.profiler: torch.profiler.profile's start asks `hasattr(torch, "_inductor")`, which
+    imports inductor and dynamo, 2.3 s on a CPU and 4.5 s of every KernelBench evaluation on the
+    H100 (bench/results/h100-2026-12-06-throughput). The events and the chrome trace are the same
+    Kineto ones."""
+    from torch.autograd import profiler as autograd_profiler
+
+    return autograd_profiler.profile(use_cpu=False, use_device="cuda", use_kineto=True)
+
+
 def trace_call(call, inputs, candidate_symbols):
     """Kernels of one call, traced with the PyTorch profiler (CUPTI), and work that escaped the
     current stream: anything on another stream still running when a marker kernel on the current
     stream, launched right after the call, started."""
-    from torch.profiler import ProfilerActivity, profile
-
     # Markers: torch.cuda._sleep launches a tiny spin kernel, a name no candidate uses.
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    with cuda_activity_profiler() as prof:
         torch.cuda._sleep(1)
         out = run_guarded(lambda: call(inputs), "the candidate (the traced call)")
         torch.cuda._sleep(1)

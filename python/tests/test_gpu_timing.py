@@ -167,3 +167,23 @@ class ReferenceOnlyTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TraceTest(unittest.TestCase):
+    def test_the_traced_call_finds_its_kernels_without_importing_dynamo(self):
+        # In a fresh interpreter: torch.profiler's start imports inductor and dynamo (4.5 s of
+        # every evaluation on the H100); the worker's trace must not.
+        import subprocess
+
+        code = ("import sys, torch\n"
+                "from kernelpro_torch import evaluate\n"
+                "x = torch.randn(1 << 20, device='cuda')\n"
+                "t = evaluate.trace_call(lambda xs: torch.relu(xs[0]), [x], None)\n"
+                "print(len(t['kernels']), len(t['escaped']), 'torch._dynamo' in sys.modules)\n")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr[-2000:])
+        kernels, escaped, dynamo = out.stdout.split()
+        self.assertGreaterEqual(int(kernels), 1, out.stdout)
+        self.assertEqual(escaped, "0")
+        self.assertEqual(dynamo, "False", "the traced call imported torch._dynamo")

@@ -320,7 +320,7 @@ Result<driver::Analysis> analyze_feedback(driver::Judge& judge, const ProfileSet
                                                             eval::to_string(page->profile.eval.outcome),
                                                             page->profile.eval.reason));
   driver::Analysis a{driver::measured_summary(*page) + page->feedback.text, page->tools_run, "",
-                     driver::measured_summary(*page) + driver::raw_metrics_text(*page)};
+                     driver::measured_summary(*page) + driver::raw_metrics_text(*page), {}};
   if (page->profile.roofline) a.bottleneck_class = analysis::to_string(page->profile.roofline->cls);
   a.seconds = page->profile.seconds;
   a.seconds.erase("eval");  // the verdict's, counted as the worker's time

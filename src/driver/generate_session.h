@@ -56,7 +56,8 @@ struct Analysis {
   // search's "raw-metrics" feedback ablation gives the model instead of `feedback`.
   std::string raw_metrics;
   // Where the analysis's time went, seconds, by part of the profile ("sass", "counters",
-  // "trace", "stage2"; the verdict it reuses is not among them).
+  // "trace", "stage2"; the verdict it reuses is not among them). "sass" runs alongside the
+  // counters; "sass_wait" is what it added to the analysis's wall time.
   std::map<std::string, double> seconds;
 };
 

@@ -73,8 +73,8 @@ TEST(GenerateSession, AnalystAndPlannerReadTheSeedsAnalysisThenTheDebuggerFixesA
     analyzed.push_back(cu);
     extras.push_back(extra);
     if (!extra.empty())
-      return Analysis{"MAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof; stalls: long scoreboard", {}, "", ""};
-    return Analysis{"MAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof", {"roofline_headroom"}, "", ""};
+      return Analysis{"MAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof; stalls: long scoreboard", {}, "", "", {}};
+    return Analysis{"MAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof", {"roofline_headroom"}, "", "", {}};
   };
   hooks.tool_offers = {{"roofline_headroom", "the roof"}, {"warp_stalls", "why warps wait"}};
   GenerateOptions o;

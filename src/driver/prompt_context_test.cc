@@ -122,7 +122,7 @@ TEST(PromptContext, TheFactsKeptInTheStoreComeBack) {
   read_facts({1, "ok", "", 0, 0, 0, "not json"}, kept);
   EXPECT_EQ(kept.feedback, "still here") << "a report that is not JSON leaves the facts as they are";
 
-  Analysis a{"FEEDBACK", {"roofline"}, "latency-bound", "RAW"};
+  Analysis a{"FEEDBACK", {"roofline"}, "latency-bound", "RAW", {}};
   NodeFacts analyzed;
   analyzed.set_analysis(a);
   EXPECT_EQ(analyzed.feedback, "FEEDBACK");

@@ -86,7 +86,8 @@ class Profiler {
   Result<Trace> trace(const ProfileTarget& target);
 
   // The SASS of a built object, per kernel, joined with its ptxas report. kNotFound without
-  // cuobjdump (with the ways to get one).
+  // cuobjdump (with the ways to get one). It reads only the options, so it may run on another
+  // thread alongside counters() and trace() (the profile page does so).
   Result<std::vector<KernelSass>> sass(const std::filesystem::path& object, const build::PtxasReport& ptxas,
                                        int cc_major, int cc_minor);
 
