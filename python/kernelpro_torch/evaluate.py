@@ -903,6 +903,11 @@ class Evaluation:
                                            "with or cached from other calls", cheat="batched_calls")
                 verified.add((k, j), o)
             remember(returned, got)
+            # Checked: now every bit of it is flipped, so that a candidate that kept this tensor
+            # and probes it next time (skipping its work when it already holds the right values)
+            # finds it wrong, whatever it compares (issue 28, the output probe).
+            for o in got:
+                flip_bits(o)
         torch.cuda.empty_cache()
         timing = time_calls(self.dev, call_new, sets, opts, check=check, threads_fixed=thread_count())
         self.report["timing"] = timing
@@ -914,6 +919,7 @@ class Evaluation:
             raise Stop("rejected", f"work escaped the stream: the median call takes {wall * 1e6:.1f} us of wall time to "
                                    f"a device-wide sync but {median * 1e6:.1f} us between events on the current stream "
                                    "(a side stream or a background thread)", cheat="side_stream")
+        self._output_probe_check(call_new, sets, median, check)
         end("timing")
 
         # Result caching: same pointers with new contents must give new, correct outputs, and
@@ -1022,6 +1028,39 @@ class Evaluation:
                                         "in lower precision than the problem's", cheat="precision_downgrade")
         del m64
 
+    def _output_probe_check(self, call_new, sets, median, check):
+        """Five calls on set 0 whose outputs are left as they came back (right, and not flipped):
+        a candidate that keeps its outputs and skips its work when they already hold the right
+        values runs much faster on these than in the timed calls, whose previous outputs were
+        all flipped. The outputs are still checked."""
+        xs = sets[0]
+        on_right = []
+        for j in range(OUTPUT_PROBE_CALLS):
+            self.dev.prepare_timed_call()
+            s, e = _Event(enable_timing=True), _Event(enable_timing=True)
+            _record(s)
+            out = run_guarded(lambda: call_new(xs), "the candidate")
+            _record(e)
+            run_guarded(_sync, "the candidate")
+            on_right.append(_elapsed(s, e) * 1e-3)
+            got = outputs_of(out, "the candidate")
+            if j == OUTPUT_PROBE_CALLS - 1:
+                check(j, 0, out, "call on unflipped outputs")  # flips them: nothing is left right
+            else:
+                for o, w in zip(got, self.ref_outs[0]):
+                    c = compare.check_output(o, w)
+                    if not c["passed"]:
+                        raise Stop("rejected", f"call {j + 1} on unflipped outputs (input set 1) is wrong: "
+                                               f"{c['reason']}; work is deferred to or batched with other calls",
+                                   cheat="batched_calls")
+            del out, got
+        right = statistics.median(on_right)
+        self.report["output_probe"] = {"right_outputs_median_s": right, "timed_median_s": median}
+        if faster_on_right_outputs(right, median):
+            raise Stop("rejected", f"the calls ran {right * 1e6:.1f} us each when the candidate's earlier outputs still "
+                                   f"held the right values and {median * 1e6:.1f} us when they had been flipped: it reads "
+                                   "its kept outputs to skip work (an output probe)", cheat="result_cache")
+
     def _cache_checks(self, call_new, call_ref, sets, median):
         """Same tensors, new contents (rolled values), five times: each output must be right for
         the new contents, with the reference computed only after the candidate's call (so there
@@ -1080,6 +1119,35 @@ def _check_untouched(guard, prob):
     if prob.rebound_constants():
         raise Stop("rejected", f"the candidate changed the problem's constants {prob.rebound_constants()}",
                    cheat="constant_rebinding")
+
+
+OUTPUT_PROBE_CALLS = 5  # kRightOutputReplays in the native worker
+
+
+def faster_on_right_outputs(unflipped_s, flipped_s):
+    """eval::faster_on_right_outputs (src/verdict/worker_plan.h): more than 1.3x plus 0.5 us."""
+    return flipped_s > 1.3 * unflipped_s + 0.5e-6
+
+
+def flip_bits(t):
+    """Every bit of t flipped in place, so that each element differs from what it held: a checked
+    output a candidate kept can no longer pass for a right one."""
+    if not isinstance(t, torch.Tensor) or t.numel() == 0:
+        return
+    t = t.detach()
+    if t.dtype == torch.bool:
+        t.logical_not_()
+        return
+    if t.is_floating_point() or t.is_complex():
+        size = t.element_size()
+        as_int = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(size)
+        if t.is_complex():
+            t = torch.view_as_real(t)
+            as_int = {2: torch.int16, 4: torch.int32, 8: torch.int64}.get(t.element_size())
+        if as_int is None:
+            return
+        t = t.view(as_int)
+    t.bitwise_not_()
 
 
 def remember(returned, outs):

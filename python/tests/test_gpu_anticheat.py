@@ -46,6 +46,7 @@ CHEATS = [
     ("relu.py", "cheats/pointer_cache.py", "honest/relu_fast.cu", {}, ("rejected", "incorrect"), "result_cache", "cache"),
     ("softmax_wide.py", "cheats/fingerprint_cache.py", "honest/softmax_fast.cu", {}, ("rejected",), "result_cache", "cache"),
     ("relu.py", "cheats/batched_calls.py", "honest/relu_fast.cu", {}, ("rejected",), "batched_calls", "timed call"),
+    ("relu.py", "cheats/output_probe.py", "honest/relu_fast.cu", {}, ("rejected",), "result_cache", "output probe"),
     ("relu.py", "cheats/input_mutation.py", "honest/relu_fast.cu", {}, ("incorrect",), "input_mutation", "input"),
     ("softmax_wide.py", "cheats/zeros.py", "cheats/zeros_lib.cu", {}, ("incorrect",), "constant_output", "constant"),
     ("softmax_wide.py", "cheats/constant.py", "cheats/zeros_lib.cu", {}, ("incorrect",), "constant_output", "constant"),

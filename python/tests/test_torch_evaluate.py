@@ -297,3 +297,28 @@ class EnergyChecksTest(unittest.TestCase):
         with self.assertRaises(evaluate.Stop) as caught:
             self.measure(lazy, check)
         self.assertEqual(caught.exception.cheat, "batched_calls")
+
+
+class OutputProbeTest(unittest.TestCase):
+    def test_every_element_of_a_flipped_output_differs_whatever_its_dtype(self):
+        values = torch.tensor([0.0, -0.0, 1.5, -2.25, float("inf"), float("nan"), 3e38])
+        cases = [values, values.double(), values.half(), values.bfloat16(), torch.complex(values, values),
+                 torch.tensor([0, 1, -1, 127, -128], dtype=torch.int8), torch.arange(-3, 4),
+                 torch.tensor([True, False, True]), values.reshape(7, 1).expand(7, 3).clone().t()[:, ::2]]
+        for t in cases:
+            with self.subTest(dtype=t.dtype, contiguous=t.is_contiguous()):
+                before = t.clone()
+                evaluate.flip_bits(t)
+                if t.is_complex():
+                    t, before = torch.view_as_real(t), torch.view_as_real(before)
+                if t.is_floating_point():
+                    as_int = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+                    t, before = t.contiguous().view(as_int), before.contiguous().view(as_int)
+                self.assertTrue(bool((t != before).all()), f"{before} -> {t}")
+
+    def test_the_threshold_is_the_native_workers(self):
+        # The cases of WorkerPlan.ACandidateFasterWhenItsOutputIsAlreadyRightSkipsWork.
+        self.assertTrue(evaluate.faster_on_right_outputs(4e-6, 9.6e-6))
+        self.assertFalse(evaluate.faster_on_right_outputs(4e-6, 4.2e-6))
+        self.assertFalse(evaluate.faster_on_right_outputs(1e-6, 1.6e-6))
+        self.assertFalse(evaluate.faster_on_right_outputs(9.6e-6, 4e-6))

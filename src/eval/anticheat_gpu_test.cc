@@ -249,6 +249,19 @@ TEST_F(AntiCheatRules, UnderGraphReplayTheBytesInL2AreNotHeldToTheFloorAndBatchi
   EXPECT_EQ(batched.cheat, "batched_calls") << batched.reason;
 }
 
+TEST_F(AntiCheatRules, AnOutputProbeUnderGraphReplayIsCaughtAndGainsNothing) {
+  // Issue 28 (3): the probe skips its work when its output already holds the right values. Every
+  // timed replay starts from poisoned outputs, and replays on right outputs give it away.
+  task::Task task = AntiCheatGpu::load(testing::tiny_gelu(AntiCheatGpu::scratch_->path() / "tiny_gelu"));
+  EvalResult r = AntiCheatGpu::run(*AntiCheatGpu::evaluator_, task,
+                                   testing::test_data_dir() / "cheats" / "native" / "output_probe.cu");
+  EXPECT_EQ(r.outcome, Outcome::kRejected) << r.reason;
+  EXPECT_EQ(r.cheat, "result_cache") << r.reason;
+  EXPECT_NE(r.reason.find("output probe"), std::string::npos) << r.reason;
+  ASSERT_TRUE(r.report);
+  EXPECT_FALSE(r.report->timing) << "a rejected candidate's time is not reported";
+}
+
 TEST_F(AntiCheatRules, AWorkerThatHostedABackgroundThreadIsReplacedAndTheNextEvaluationRuns) {
   task::Task gelu = AntiCheatGpu::load(testing::examples_dir() / "gelu");
   EvalResult cheat = AntiCheatGpu::run(*AntiCheatGpu::evaluator_, gelu,

@@ -22,6 +22,10 @@ bool wall_says_work_escaped(double wall_median_s, double event_median_s, const E
 
 bool slower_on_new_inputs(double on_new_s, double on_seen_s) { return on_new_s > 1.5 * on_seen_s + 5e-6; }
 
+bool faster_on_right_outputs(double unpoisoned_s, double poisoned_s) {
+  return poisoned_s > 1.3 * unpoisoned_s + 0.5e-6;
+}
+
 int64_t energy_chunk_calls(double t_call_s) {
   return std::max<int64_t>(1, static_cast<int64_t>(0.02 / std::max(t_call_s, 1e-7)));
 }

@@ -33,6 +33,18 @@ bool wall_says_work_escaped(double wall_median_s, double event_median_s, const E
 // more than 1.5x plus 5 us.
 bool slower_on_new_inputs(double on_new_s, double on_seen_s);
 
+// Whether replays that found their outputs already right (unpoisoned_s, per call) ran so much
+// faster than the timed replays, each started from poisoned outputs (poisoned_s), that the
+// candidate reads its output to skip work: poisoned more than 1.3x plus 0.5 us slower. An
+// honest kernel does the same work either way; the timed samples are the poisoned ones, so a
+// smaller gain is no gain.
+bool faster_on_right_outputs(double unpoisoned_s, double poisoned_s);
+
+// The share of timed calls (events) or timed replays (graph) whose outputs are checked right
+// after them, drawn at random per call: a candidate cannot tell which ones, so one that skips
+// work on a share s of calls is caught with probability 1 - (1 - kTimedCheckShare)^(s x calls).
+inline constexpr double kTimedCheckShare = 0.5;
+
 // Calls launched back to back between synchronizations in the energy window: about 20 ms of
 // work, at least one.
 int64_t energy_chunk_calls(double t_call_s);

@@ -43,6 +43,13 @@ TEST(WorkerPlan, AResultCacheByContentsIsSlowOnNewInputs) {
   EXPECT_TRUE(slower_on_new_inputs(10e-6, 2e-6));
 }
 
+TEST(WorkerPlan, ACandidateFasterWhenItsOutputIsAlreadyRightSkipsWork) {
+  EXPECT_TRUE(faster_on_right_outputs(4e-6, 9.6e-6));    // the 2.4x of an output probe
+  EXPECT_FALSE(faster_on_right_outputs(4e-6, 4.2e-6));   // noise between two medians
+  EXPECT_FALSE(faster_on_right_outputs(1e-6, 1.6e-6));   // within the 0.5 us floor
+  EXPECT_FALSE(faster_on_right_outputs(9.6e-6, 4e-6));   // slower on right outputs is no skip
+}
+
 TEST(WorkerPlan, EnergyChunksAreAbout20Milliseconds) {
   EXPECT_EQ(energy_chunk_calls(1e-3), 20);
   EXPECT_EQ(energy_chunk_calls(0.5), 1);

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -172,6 +173,9 @@ struct NativeEvaluator::Impl {
   std::vector<TensorSet> graph_views;
   DeviceBuffer ref_workspace, cand_workspace;
   bool poisoned = false;
+  // Which timed calls are checked: seeded from the OS, not from the evaluation's seed (which
+  // the report gives away), so neither the candidate nor its author can predict them.
+  std::mt19937_64 timed_checks{std::random_device{}()};
   // The worker must not serve another evaluation although its context works: the candidate left
   // threads running that may still launch work into buffers of this evaluation.
   bool retire = false;
@@ -201,7 +205,9 @@ struct NativeEvaluator::Impl {
 
   MaybeStop fill_inputs(TensorSet& set, uint64_t draw);
 
-  MaybeStop poison_outputs(TensorSet& set);
+  // Fills every output with the poison pattern; `sync` false leaves the fill queued on the
+  // stream (a timed replay's poisoning, ordered before its start event).
+  MaybeStop poison_outputs(TensorSet& set, bool sync = true);
 
   MaybeStop input_checksums(TensorSet& set, std::vector<uint64_t>* sums);
 
@@ -257,9 +263,10 @@ struct NativeEvaluator::Impl {
   MaybeStop check_timed_outputs(const std::vector<bool>& used, eval::WorkerReport* report);
 
   // Times lib over the timing sets into `timing`. For the candidate (the reference is trusted),
-  // also: its outputs are poisoned before each event-timed call and compared with the reference
-  // after the last; its persisting-L2 state is checked after each call; and work that escapes
-  // the stream is caught by the wall clock.
+  // also: its outputs are poisoned before each event-timed call, compared with the reference
+  // after a random share of the calls (kTimedCheckShare, drawn where the candidate cannot see)
+  // and after the last on each set; its persisting-L2 state is checked after each call; and work
+  // that escapes the stream is caught by the wall clock.
   MaybeStop time_library(const CandidateLibrary& lib, DeviceBuffer& workspace, Role role, eval::TimingReport* timing,
                          eval::WorkerReport* report);
 
@@ -270,9 +277,13 @@ struct NativeEvaluator::Impl {
   bool ensure_graph_outputs(int calls);
 
   // Graph replay for short calls. Returns Stop{kOk} when capture is impossible (fall back). For
-  // the candidate, after the timed replays the outputs are poisoned, the graph is replayed once
-  // more, and the outputs checked: each call's own when it has them (a call that skipped its
-  // work is caught even when another call in the graph did the same set's), else each set's.
+  // the candidate, every timed replay starts from poisoned outputs (the fill is queued before
+  // the start event, so it is not timed), a random share of the replays (kTimedCheckShare) has
+  // its outputs checked, and after the timed replays the outputs are poisoned, the graph is
+  // replayed once more and checked: each call's own outputs when it has them (a call that
+  // skipped its work is caught even when another call in the graph did the same set's), else
+  // each set's. Then a few replays that find their outputs already right are timed: a candidate
+  // much faster on those reads its output to skip work (worker_plan.h, faster_on_right_outputs).
   MaybeStop time_with_graph(const CandidateLibrary& lib, DeviceBuffer& workspace, Role role, eval::TimingReport* timing,
                             eval::WorkerReport* report);
 

@@ -104,14 +104,14 @@ MaybeStop NativeEvaluator::Impl::fill_inputs(TensorSet& set, uint64_t draw) {
   return harness(cudaStreamSynchronize(stream), "generating inputs");
 }
 
-MaybeStop NativeEvaluator::Impl::poison_outputs(TensorSet& set) {
+MaybeStop NativeEvaluator::Impl::poison_outputs(TensorSet& set, bool sync) {
   for (size_t i = 0; i < task->outputs.size(); ++i) {
     const auto& s = task->outputs[i];
     KP_STOP_IF(harness(
         fill_pattern(set.outputs[i].get(), task::dtype_size(s.dtype), s.numel(), eval::poison_bits(s.dtype), stream),
         "poisoning output " + s.name));
   }
-  return harness(cudaStreamSynchronize(stream), "poisoning outputs");
+  return sync ? harness(cudaStreamSynchronize(stream), "poisoning outputs") : std::nullopt;
 }
 
 MaybeStop NativeEvaluator::Impl::input_checksums(TensorSet& set, std::vector<uint64_t>* sums) {

@@ -4,6 +4,11 @@
 
 namespace kp::worker {
 
+namespace {
+// Replays timed on outputs that already hold the right values, to catch an output probe.
+constexpr int kRightOutputReplays = 5;
+}  // namespace
+
 MaybeStop NativeEvaluator::Impl::timed_call(const CandidateLibrary& lib, kp_args& args, TensorSet* poison,
                                             const char* who, double* event_s, double* wall_s) {
   if (poison) KP_STOP_IF(poison_outputs(*poison));
@@ -35,11 +40,24 @@ MaybeStop NativeEvaluator::Impl::time_library(const CandidateLibrary& lib, Devic
   std::vector<kp_args> args;
   for (auto& s : sets) args.push_back(make_args(s, workspace));
   std::vector<bool> used(sets.size(), false);
+  std::bernoulli_distribution checked(eval::kTimedCheckShare);
+  int call_index = 0;  // warm-ups included: any of them may be checked
   auto timed = [&](size_t k, double* e, double* w) -> MaybeStop {
     KP_STOP_IF(timed_call(lib, args[k], candidate ? &sets[k] : nullptr, who, e, w));
     used[k] = true;
-    if (candidate) KP_STOP_IF(check_persisting_l2());
-    return std::nullopt;
+    ++call_index;
+    if (!candidate) return std::nullopt;
+    KP_STOP_IF(check_persisting_l2());
+    if (!checked(timed_checks)) return std::nullopt;
+    MaybeStop s = compare_outputs(sets[k], k, report, fmt::format("of timed call {}", call_index));
+    if (s && s->outcome == Outcome::kIncorrect)
+      return Stop{Outcome::kRejected,
+                  fmt::format("timed call {} (input set {}), one of the calls checked at random, did not compute its "
+                              "output ({}): a call that skips its work, or leaves it to another call, is caught on "
+                              "any call, not only the last",
+                              call_index, k, s->reason),
+                  "batched_calls"};
+    return s;
   };
   std::vector<double> estimate;
   for (int i = 0; i < std::max(options->warmup_calls, 1); ++i) {
@@ -159,44 +177,83 @@ MaybeStop NativeEvaluator::Impl::time_with_graph(const CandidateLibrary& lib, De
   if (candidate) result = check_persisting_l2();
   if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
   if (!result) result = cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who));
+  // Every replay's outputs, poisoned before it (queued ahead of the start event: not timed).
+  auto poison_all = [&]() -> MaybeStop {
+    if (own_outputs) {
+      for (auto& v : graph_views) KP_STOP_IF(poison_outputs(v, false));
+    } else {
+      for (size_t k = 0; k < sets.size(); ++k)
+        if (used[k]) KP_STOP_IF(poison_outputs(sets[k], false));
+    }
+    return std::nullopt;
+  };
+  // Every call's outputs against its set's reference; an incorrect one is a rejection that
+  // says which call and when it was checked.
+  auto check_replay = [&](const std::string& when) -> MaybeStop {
+    if (!own_outputs) {
+      MaybeStop s = check_timed_outputs(used, report);
+      if (s && s->outcome == Outcome::kRejected) s->reason = when + ": " + s->reason;
+      return s;
+    }
+    for (size_t i = 0; i < graph_views.size(); ++i) {
+      const size_t k = i % sets.size();
+      MaybeStop s = compare_outputs(graph_views[i], k, report, fmt::format("of call {}", i + 1));
+      if (s && s->outcome == Outcome::kIncorrect)
+        return Stop{Outcome::kRejected,
+                    fmt::format("{}: the output of call {} of {} in the replayed graph (input set {}) was not "
+                                "computed by that call ({}): work deferred to or batched with other calls",
+                                when, i + 1, calls, k, s->reason),
+                    "batched_calls"};
+      KP_STOP_IF(std::move(s));
+    }
+    return std::nullopt;
+  };
+  std::bernoulli_distribution checked(eval::kTimedCheckShare);
   // One sample per replay, until the sampling rule stops (verdict/timing_rule.h).
   const auto loop_start = Clock::now();
   eval::SamplingStop decision = eval::SamplingStop::kContinue;
   while (!result && decision == eval::SamplingStop::kContinue) {
-    result = harness(cudaEventRecord(start, stream), "recording an event");
+    result = poison_all();
+    if (!result) result = harness(cudaEventRecord(start, stream), "recording an event");
     if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
     if (!result) result = harness(cudaEventRecord(stop, stream), "recording an event");
     if (!result) result = cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who));
     float ms = 0;
     if (!result) result = harness(cudaEventElapsedTime(&ms, start, stop), "reading events");
     if (!result) timing->samples_s.push_back(ms * 1e-3 / calls);
+    if (!result && candidate && checked(timed_checks))
+      result = check_replay(fmt::format("timed replay {}, one of the replays checked at random", timing->samples_s.size()));
     decision = eval::sampling_decision(timing->samples_s, seconds_since(loop_start), *options);
   }
   timing->stop = eval::to_string(decision);
   timing->median_ci_rel = eval::median_interval95(timing->samples_s).relative_half_width();
   timing->loop_wall_s = seconds_since(loop_start);
+  if (candidate && !result) result = poison_all();
   if (candidate && !result) {
-    if (own_outputs) {
-      for (size_t i = 0; i < graph_views.size() && !result; ++i) result = poison_outputs(graph_views[i]);
-    } else {
-      for (size_t k = 0; k < sets.size() && !result; ++k)
-        if (used[k]) result = poison_outputs(sets[k]);
-    }
-    if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
+    result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
     if (!result) result = cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who));
-    if (!result && !own_outputs) result = check_timed_outputs(used, report);
-    for (size_t i = 0; own_outputs && i < graph_views.size() && !result; ++i) {
-      const size_t k = i % sets.size();
-      MaybeStop s = compare_outputs(graph_views[i], k, report, fmt::format("of call {}", i + 1));
-      if (s && s->outcome == Outcome::kIncorrect)
-        result = Stop{Outcome::kRejected,
-                      fmt::format("the output of timed call {} of {} in the replayed graph (input set {}) was not "
-                                  "computed by that call ({}): work deferred to or batched with other calls",
-                                  i + 1, calls, k, s->reason),
-                      "batched_calls"};
-      else
-        result = std::move(s);
-    }
+    if (!result) result = check_replay("after the timed replays");
+  }
+  // The outputs now hold the right values: replays that find them so must not be faster.
+  std::vector<double> on_right;
+  for (int i = 0; candidate && !result && i < kRightOutputReplays; ++i) {
+    result = harness(cudaEventRecord(start, stream), "recording an event");
+    if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
+    if (!result) result = harness(cudaEventRecord(stop, stream), "recording an event");
+    if (!result) result = cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who));
+    float ms = 0;
+    if (!result) result = harness(cudaEventElapsedTime(&ms, start, stop), "reading events");
+    if (!result) on_right.push_back(ms * 1e-3 / calls);
+  }
+  if (candidate && !result && !on_right.empty()) {
+    const double right = eval::summarize(on_right).median, timed = eval::summarize(timing->samples_s).median;
+    if (eval::faster_on_right_outputs(right, timed))
+      result = Stop{Outcome::kRejected,
+                    fmt::format("the calls ran {:.1f} us each when their outputs already held the right values and "
+                                "{:.1f} us from poisoned outputs: the candidate reads its output to skip work "
+                                "(an output probe), which every timed call, started from poisoned outputs, defeats",
+                                right * 1e6, timed * 1e6),
+                    "result_cache"};
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
