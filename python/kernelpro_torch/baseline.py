@@ -65,7 +65,8 @@ def time_problem(dev, path, modes, warmup=5, trials=100, precision="fp32"):
                 del out
             warmup_s = ev._perf() - t0
             # Exactly `trials` samples: the sampling rule's fixed count (no budget, min == max).
-            opts = timing_rule.options_with_defaults({"warmup_calls": 1, "timing_budget_s": 0.0, "min_trials": trials,
+            opts = timing_rule.options_with_defaults({"warmup_calls": 1, "timing_budget_s": 0.0, "timing_cap_s": 0.0,
+                                                      "min_trials": trials,
                                                       "max_trials": trials})
             timing = ev.time_calls(dev, call, sets, opts, who=f"the {mode} reference")
             results[mode] = _stats(timing["samples_s"], warmup_s)

@@ -597,11 +597,20 @@ class Evaluation:
     # -- phases -------------------------------------------------------------------------------
     def run(self):
         phase = [_perf()]
+        if self.options["reference_only"]:
+            order = ["setup", "reference_timing"]
+        else:
+            order = ["setup", "load", "correctness", "timing", "cache_checks"]
+            order += ["reference_timing"] if self.options["time_reference"] else []
+            order += ["energy"]
+        mark_phase(order[0])
 
         def end(name):
             now = _perf()
             self.report["phase_seconds"][name] = now - phase[0]
             phase[0] = now
+            if name in order and order.index(name) + 1 < len(order):
+                mark_phase(order[order.index(name) + 1])
             # After each phase once the candidate is loaded: the harness is still its own.
             sealed = getattr(self, "_seal", None)
             found = sealed.check() if sealed is not None else None
@@ -1119,6 +1128,22 @@ def _check_untouched(guard, prob):
     if prob.rebound_constants():
         raise Stop("rejected", f"the candidate changed the problem's constants {prob.rebound_constants()}",
                    cheat="constant_rebinding")
+
+
+PHASE_FILE_ENV = "KP_PHASE_FILE"  # eval::kPhaseFileEnv
+
+
+def mark_phase(name):
+    """Writes the phase the evaluation enters into the file kernelpro named in KP_PHASE_FILE, so
+    that an evaluation killed at its timeout ends with the phase named (src/verdict/protocol.h)."""
+    path = os.environ.get(PHASE_FILE_ENV)
+    if not path:
+        return
+    try:
+        with open(path, "w") as f:
+            f.write(name)
+    except OSError:
+        pass  # a phase left unnamed only makes a timeout's reason shorter
 
 
 OUTPUT_PROBE_CALLS = 5  # kRightOutputReplays in the native worker

@@ -14,6 +14,9 @@ with open(_DEFAULTS_PATH) as _f:
     DEFAULTS = json.load(_f)
 
 
+CAP_MIN_SAMPLES = 3  # eval::kCapMinSamples
+
+
 def options_with_defaults(options):
     """EvalOptions' defaults overlaid with the request's options."""
     merged = dict(DEFAULTS)
@@ -40,8 +43,11 @@ def relative_half_width(samples):
 
 
 def sampling_decision(samples, loop_wall_s, options):
-    """"continue", "precise", "budget" or "max_trials", exactly as eval::sampling_decision."""
+    """"continue", "precise", "budget", "max_trials" or "cap", exactly as eval::sampling_decision."""
     n = len(samples)
+    cap = float(options["timing_cap_s"])
+    if cap > 0 and n >= CAP_MIN_SAMPLES and loop_wall_s >= cap:
+        return "cap"
     min_trials = max(1, int(options["min_trials"]))
     max_trials = max(min_trials, int(options["max_trials"]))
     if n < min_trials:

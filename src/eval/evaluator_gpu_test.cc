@@ -107,6 +107,7 @@ TEST_F(EvaluatorGpu, IllegalAddressIsACrashAndTheNextEvaluationRuns) {
 TEST_F(EvaluatorGpu, InfiniteLoopTimesOutAndTheNextEvaluationRuns) {
   EvalResult r = run_bad("infinite_loop");
   EXPECT_EQ(r.outcome, Outcome::kTimeout) << r.reason;
+  EXPECT_NE(r.reason.find("(it was in its correctness phase)"), std::string::npos) << r.reason;
   EvalResult after = run("gelu", testing::examples_dir() / "gelu" / "seed.cu");
   EXPECT_EQ(after.outcome, Outcome::kOk) << after.reason;
 }

@@ -57,6 +57,9 @@ Status WorkerClient::spawn() {
   // Candidate code runs here: keep API keys and the like out of its environment.
   c.env_unset = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "KERNELPRO_API_KEY"};
   c.env_set = options_.env;
+  c.env_set.emplace_back(kPhaseFileEnv, phase_file().string());
+  std::error_code ignored;
+  fs::remove(phase_file(), ignored);
   auto spawned = sys::Process::spawn(c);
   if (!spawned.ok()) return std::move(spawned).error().wrap(fmt::format("starting the worker `{}`", join(c.argv, " ")));
   process_ = std::move(*spawned);
@@ -108,6 +111,15 @@ std::string WorkerClient::read_log_since(const fs::path& path, uint64_t offset) 
   in.seekg(static_cast<std::streamoff>(offset));
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return tail_lines(text, 200);
+}
+
+fs::path WorkerClient::phase_file() const { return options_.scratch_dir / "worker.phase"; }
+
+std::string WorkerClient::phase_note() const {
+  std::ifstream in(phase_file());
+  std::string phase;
+  if (!in || !std::getline(in, phase) || phase.empty()) return "";
+  return fmt::format(" (it was in its {} phase)", phase.substr(0, 64));
 }
 
 WorkerClient::Exchange WorkerClient::exchange(const json& request, double timeout_s) {
@@ -189,9 +201,9 @@ Result<WorkerEvaluation> WorkerClient::run_evaluation(json req, const EvalOption
       failed(Outcome::kCrash, fmt::format("the worker was gone before the evaluation ({})", x.detail));
       break;
     case Exchange::Failure::kTimedOut:
-      failed(Outcome::kTimeout, fmt::format("no verdict within {:.0f} s: the candidate hangs (an infinite loop or a "
-                                            "deadlock?); the worker was killed",
-                                            options.timeout_s));
+      failed(Outcome::kTimeout, fmt::format("no verdict within {:.0f} s{}: the candidate hangs (an infinite loop or a "
+                                            "deadlock?) or makes the harness slow; the worker was killed",
+                                            options.timeout_s, phase_note()));
       break;
     case Exchange::Failure::kDied:
       failed(Outcome::kCrash, fmt::format("the worker died during the evaluation: {}", x.detail));

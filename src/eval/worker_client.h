@@ -153,6 +153,10 @@ class WorkerClient {
   bool drop_if_exiting(const nlohmann::json& reply);
   Result<WorkerEvaluation> run_evaluation(nlohmann::json request, const EvalOptions& options);
   std::string read_log_since(const std::filesystem::path& path, uint64_t offset) const;
+  // The file the worker names its current phase in (kPhaseFileEnv), and " (it was in its P
+  // phase)" from it, or "" when it names none.
+  std::filesystem::path phase_file() const;
+  std::string phase_note() const;
 
   WorkerOptions options_;
   std::unique_ptr<sys::Process> process_;

@@ -22,6 +22,10 @@ struct EvalOptions {
   // L2 flush, the output poisoning, the synchronizations and the output check; default 1 s); or
   // max_trials samples (default 2000). A sample is one call (events) or one graph replay.
   double timing_budget_s = 1.0;
+  // A hard cap on the timed loop's wall time that min_trials does not override: once it is spent
+  // with at least kCapMinSamples samples in, sampling stops ("cap"). Slow calls (or a candidate
+  // that makes the harness slow) get fewer samples and a verdict, not a timeout. 0: no cap.
+  double timing_cap_s = 10.0;
   int min_trials = 20;
   int max_trials = 2000;
   double median_ci = 0.005;

@@ -87,7 +87,8 @@ Result<task::Task> task_from_json(const json& j) {
 
 json to_json(const EvalOptions& o) {
   json j = {{"correctness_trials", o.correctness_trials}, {"warmup_calls", o.warmup_calls},
-            {"timing_budget_s", o.timing_budget_s},       {"min_trials", o.min_trials},
+            {"timing_budget_s", o.timing_budget_s},       {"timing_cap_s", o.timing_cap_s},
+            {"min_trials", o.min_trials},
             {"max_trials", o.max_trials},                 {"median_ci", o.median_ci},
             {"time_reference", o.time_reference},         {"reference_only", o.reference_only},
             {"input_sets", o.input_sets},
@@ -106,6 +107,7 @@ EvalOptions eval_options_from_json(const json& j) {
   o.correctness_trials = j.value("correctness_trials", o.correctness_trials);
   o.warmup_calls = j.value("warmup_calls", o.warmup_calls);
   o.timing_budget_s = j.value("timing_budget_s", o.timing_budget_s);
+  o.timing_cap_s = j.value("timing_cap_s", o.timing_cap_s);
   o.min_trials = j.value("min_trials", o.min_trials);
   o.max_trials = j.value("max_trials", o.max_trials);
   o.median_ci = j.value("median_ci", o.median_ci);

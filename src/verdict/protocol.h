@@ -49,6 +49,10 @@ constexpr int kReplyFd = 4;    // in the worker: replies go here
 // workers under ncu or the trace library too) exits when that process is gone
 // (worker/orphan_watch.h, kernelpro_torch/worker.py).
 constexpr const char* kOrchestratorPidEnv = "KP_ORCHESTRATOR_PID";
+// kernelpro names a file here for each worker it starts; the worker writes into it the name of
+// the evaluation phase it enters ("setup", "correctness", "timing", ...), so that an evaluation
+// killed at its timeout ends with the phase named.
+constexpr const char* kPhaseFileEnv = "KP_PHASE_FILE";
 
 struct DeviceInfo {
   std::string name;
@@ -76,7 +80,8 @@ struct TimingReport {
   int input_sets = 0;
   int64_t l2_flush_bytes = 0;     // read (evict_l2) before each timed call ("events")
   // Why sampling stopped (verdict/timing_rule.h): "precise" (the median's 95% interval within
-  // median_ci), "budget" (timing_budget_s of loop wall time), "max_trials".
+  // median_ci), "budget" (timing_budget_s of loop wall time), "max_trials", "cap"
+  // (timing_cap_s of loop wall time, before min_trials were in).
   std::string stop;
   double median_ci_rel = 0;       // half-width of the median's 95% interval / median, at the stop
   double loop_wall_s = 0;         // wall time of the timed loop, every call counted whole

@@ -27,6 +27,7 @@ const char* to_string(SamplingStop s) {
     case SamplingStop::kPrecise: return "precise";
     case SamplingStop::kBudget: return "budget";
     case SamplingStop::kMaxTrials: return "max_trials";
+    case SamplingStop::kCap: return "cap";
   }
   return "continue";
 }
@@ -35,6 +36,7 @@ SamplingStop sampling_decision(const std::vector<double>& samples, double loop_w
   const auto n = static_cast<int>(samples.size());
   const int min_trials = std::max(1, options.min_trials);
   const int max_trials = std::max(min_trials, options.max_trials);
+  if (options.timing_cap_s > 0 && n >= kCapMinSamples && loop_wall_s >= options.timing_cap_s) return SamplingStop::kCap;
   if (n < min_trials) return SamplingStop::kContinue;
   if (n >= max_trials) return SamplingStop::kMaxTrials;
   if (options.median_ci > 0 && median_interval95(samples).relative_half_width() <= options.median_ci)

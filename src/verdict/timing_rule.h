@@ -26,11 +26,15 @@ enum class SamplingStop {
   kPrecise,    // the median is known within options.median_ci (and min_trials are in)
   kBudget,     // the timed loop has used timing_budget_s of wall time (and min_trials are in)
   kMaxTrials,  // max_trials samples
+  kCap,        // timing_cap_s of loop wall time with kCapMinSamples samples in, min_trials or not
 };
-const char* to_string(SamplingStop s);  // "continue", "precise", "budget", "max_trials"
+const char* to_string(SamplingStop s);  // "continue", "precise", "budget", "max_trials", "cap"
+
+// The fewest samples a timing may stop with at its cap.
+inline constexpr int kCapMinSamples = 3;
 
 // The decision after samples.size() samples whose timed loop has taken loop_wall_s so far.
-// min_trials comes first (an interval of few samples is not trusted), then max_trials, then the
+// The cap comes first (it bounds the loop's cost whatever the calls cost), then min_trials (an interval of few samples is not trusted), then max_trials, then the
 // interval, then the budget. A budget of 0 with min_trials == max_trials gives exactly that many
 // samples (the baseline's fixed count).
 SamplingStop sampling_decision(const std::vector<double>& samples, double loop_wall_s, const EvalOptions& options);

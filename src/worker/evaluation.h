@@ -10,11 +10,14 @@
 #pragma once
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <random>
@@ -29,6 +32,7 @@
 #include "util/strings.h"
 #include "verdict/compare.h"
 #include "verdict/physics_floor.h"
+#include "verdict/protocol.h"
 #include "verdict/statistics.h"
 #include "verdict/timing_rule.h"
 #include "verdict/worker_plan.h"
@@ -39,6 +43,10 @@
 #include "worker/profile_hooks.h"
 
 namespace kp::worker {
+
+// Writes `name` into the file kernelpro named in KP_PHASE_FILE (eval::kPhaseFileEnv): the phase
+// a timeout's reason names. Nothing without the variable.
+void mark_phase(const char* name);
 
 using eval::Outcome;
 using Clock = std::chrono::steady_clock;

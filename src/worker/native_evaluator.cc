@@ -4,22 +4,35 @@
 
 namespace kp::worker {
 
+void mark_phase(const char* name) {
+  static const char* path = std::getenv(eval::kPhaseFileEnv);
+  if (!path || !*path) return;
+  const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  const ssize_t written = write(fd, name, std::strlen(name));
+  (void)written;  // a phase left unnamed only makes a timeout's reason shorter
+  close(fd);
+}
+
 MaybeStop NativeEvaluator::Impl::run(const CandidateLibrary& ref, const CandidateLibrary& cand,
                                      eval::WorkerReport* report) {
   auto phase = Clock::now();
-  auto end_phase = [&](const char* name) {
+  // Ends phase `name` and names the next one in the phase file (a timeout then names it).
+  auto end_phase = [&](const char* name, const char* next) {
     report->phase_seconds[name] = seconds_since(phase);
     phase = Clock::now();
+    if (next) mark_phase(next);
   };
+  mark_phase("setup");
   check_physics_floor(nullptr, report);  // the floor as event timing would give it, until timing says otherwise
   KP_STOP_IF(setup(ref, &cand));
-  end_phase("setup");
+  end_phase("setup", "correctness");
   KP_STOP_IF(correctness(ref, cand, report));
   for (size_t k = 1; k < sets.size(); ++k) {
     KP_STOP_IF(fill_inputs(sets[k], 1000 + k));
     KP_STOP_IF(run_reference(ref, k, report));
   }
-  end_phase("correctness");
+  end_phase("correctness", "timing");
 
   KP_STOP_IF(replay_check(cand, report));
   eval::TimingReport cand_timing;
@@ -27,23 +40,24 @@ MaybeStop NativeEvaluator::Impl::run(const CandidateLibrary& ref, const Candidat
   KP_STOP_IF(check_result_cache(ref, cand, cand_timing, report));
   KP_STOP_IF(check_physics_floor(&cand_timing, report));
   report->timing = cand_timing;
-  end_phase("timing");
+  end_phase("timing", options->time_reference ? "reference_timing" : "energy");
   if (options->time_reference) {
     eval::TimingReport ref_timing;
     KP_STOP_IF(time_library(ref, ref_workspace, Role::kReference, &ref_timing, report));
     report->reference_seconds = eval::summarize(ref_timing.samples_s).median;
     report->reference_timing = std::move(ref_timing);
-    end_phase("reference_timing");
+    end_phase("reference_timing", "energy");
   }
 
   MaybeStop stop;
   report->energy = measure_energy(cand, cand_workspace, eval::summarize(cand_timing.samples_s).median, &stop);
-  end_phase("energy");
+  end_phase("energy", nullptr);
   return stop;
 }
 
 MaybeStop NativeEvaluator::Impl::run_reference_only(const CandidateLibrary& ref, eval::WorkerReport* report) {
   auto phase = Clock::now();
+  mark_phase("setup");
   KP_STOP_IF(setup(ref, nullptr));
   for (size_t k = 0; k < sets.size(); ++k) {
     KP_STOP_IF(fill_inputs(sets[k], k == 0 ? 0 : 1000 + k));
@@ -51,6 +65,7 @@ MaybeStop NativeEvaluator::Impl::run_reference_only(const CandidateLibrary& ref,
   }
   report->phase_seconds["setup"] = seconds_since(phase);
   phase = Clock::now();
+  mark_phase("reference_timing");
   eval::TimingReport ref_timing;
   KP_STOP_IF(time_library(ref, ref_workspace, Role::kReference, &ref_timing, report));
   report->reference_seconds = eval::summarize(ref_timing.samples_s).median;

@@ -5,7 +5,8 @@
 #   ok        hello, then an "ok" report for every eval
 #   no_gpu    hello answers {"ok":false} like a machine without a GPU
 #   segv      hello, then dies by SIGSEGV on the first eval
-#   hang      hello, then never answers an eval
+#   hang      hello, then never answers an eval (after naming its phase, "timing", in the file
+#             kernelpro names in $KP_PHASE_FILE, as both workers do)
 #   garbage   hello, then answers an eval with a line that is not JSON
 #   poisoned  hello, then answers one eval and exits 3, as after a lost CUDA context
 #   broken    exits 1 before its hello, as a worker that cannot start (a bad build, a missing
@@ -29,7 +30,7 @@ while read -r line <&3; do
       echo "candidate says hi" >&2
       case "$FAKE_MODE" in
         segv) kill -SEGV $$ ;;
-        hang) sleep 1000 ;;
+        hang) [ -n "${KP_PHASE_FILE:-}" ] && printf timing > "$KP_PHASE_FILE"; sleep 1000 ;;
         garbage) echo 'this is not json' >&4 ;;
         *)
           exiting=false; [ "$FAKE_MODE" = poisoned ] && exiting=true
