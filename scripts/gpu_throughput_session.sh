@@ -58,7 +58,9 @@ for step in ${STEPS:-throughput agree ctest python}; do
       done ;;
     ctest)  # the gpu tier (and e2e, which runs the real binaries on the GPU); the Python GPU
       # suite is the python step's, with a call of its own (it builds load_inline extensions)
-      run ctest 560 ctest --test-dir build -L "${CTEST_LABELS:-gpu|e2e}" -E python_gpu --output-on-failure --timeout 300 ;;
+      # CTEST_REGEX: only the tests it matches (a rerun of some)
+      run ctest 560 ctest --test-dir build -L "${CTEST_LABELS:-gpu|e2e}" -E python_gpu ${CTEST_REGEX:+-R "$CTEST_REGEX"} \
+        --output-on-failure --timeout 300 ;;
     python)  # the KernelBench worker's GPU suite (anti-cheat corpus, the new timing tests)
       run python_gpu 560 python3 python/tests/run_tests.py gpu ;;
   esac

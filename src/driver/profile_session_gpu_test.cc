@@ -45,6 +45,7 @@ class ProfileSessionGpu : public ::testing::TestWithParam<const char*> {
   ProfileSessionOptions options(bool compare_ncu) {
     ProfileSessionOptions o;
     o.evaluator.build.cache_dir = scratch_->path() / "cache";
+    o.evaluator.build.find_cutlass = testing::cutlass_finder();
     o.evaluator.build.include_dir = testing::source_dir() / "include";
     o.evaluator.eval.correctness_trials = 1;
     o.evaluator.eval.timing_budget_s = 0.1;

@@ -25,6 +25,7 @@ namespace fs = std::filesystem;
 EvaluatorOptions options_in(const fs::path& scratch, const std::string& worker_dir) {
   EvaluatorOptions o;
   o.build.cache_dir = scratch / "cache";
+  o.build.find_cutlass = testing::cutlass_finder();  // the CuTe example includes CUTLASS
   o.eval.correctness_trials = 3;  // the default, which the cheat candidates' call counts assume
   o.eval.timing_budget_s = 0.1;
   o.eval.min_trials = 10;

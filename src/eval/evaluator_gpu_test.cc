@@ -23,6 +23,7 @@ class EvaluatorGpu : public ::testing::Test {
     scratch_ = new sys::TempDir(sys::TempDir::create("kp-gpu-test-").value());
     EvaluatorOptions o;
     o.build.cache_dir = scratch_->path() / "cache";
+    o.build.find_cutlass = testing::cutlass_finder();  // the CuTe example includes CUTLASS
     o.eval.correctness_trials = 2;
     o.eval.timing_budget_s = 0.1;
     o.eval.min_trials = 10;

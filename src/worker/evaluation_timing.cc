@@ -53,8 +53,7 @@ MaybeStop NativeEvaluator::Impl::time_library(const CandidateLibrary& lib, Devic
     if (s && s->outcome == Outcome::kIncorrect)
       return Stop{Outcome::kRejected,
                   fmt::format("timed call {} (input set {}), one of the calls checked at random, did not compute its "
-                              "output ({}): a call that skips its work, or leaves it to another call, is caught on "
-                              "any call, not only the last",
+                              "output ({}): work deferred to or batched with other calls",
                               call_index, k, s->reason),
                   "batched_calls"};
     return s;
