@@ -108,17 +108,18 @@ TEST_F(JudgeTest, AReferenceAfterACandidateGetsAWorkerOfItsOwn) {
   Judge judge(options());
   ASSERT_TRUE(judge.evaluate(problem("1_Add.py"), candidate("fast_a.py")).ok());
   ASSERT_TRUE(judge.evaluate(problem("2_Mul.py"), candidate("fast_b.py")).ok());
-  const auto rs = requests();
-  std::string candidate_pid;
-  for (const auto& r : rs)
-    if (r.kind == "eval") candidate_pid = r.pid;
-  ASSERT_FALSE(candidate_pid.empty());
-  std::vector<std::string> reference_pids;
-  for (const auto& r : rs)
+  std::vector<std::string> eval_pids, reference_pids;
+  for (const auto& r : requests()) {
+    if (r.kind == "eval") eval_pids.push_back(r.pid);
     if (r.kind == "reference") reference_pids.push_back(r.pid);
+  }
+  ASSERT_EQ(eval_pids.size(), 2u);
   ASSERT_EQ(reference_pids.size(), 2u);
-  EXPECT_EQ(reference_pids[0], candidate_pid);  // the first: the judge's worker, before any candidate
-  EXPECT_NE(reference_pids[1], candidate_pid);  // the second: a clean worker, not the one that ran a candidate
+  EXPECT_EQ(reference_pids[0], eval_pids[0]);  // the first: the judge's worker, before any candidate
+  // The second: a clean worker, not the one that ran a candidate; and that one was stopped
+  // first, with whatever its candidate left running, so the next candidate has a fresh worker.
+  EXPECT_NE(reference_pids[1], eval_pids[0]);
+  EXPECT_NE(eval_pids[1], eval_pids[0]);
   EXPECT_TRUE(judge.evaluator().worker().has_loaded_candidate());
 }
 

@@ -204,10 +204,14 @@ Result<ReferenceTiming> Evaluator::time_reference(const task::Task& task) {
   EvalOptions options = options_.eval;
   options.reference_only = true;
   options.time_reference = true;
-  // A worker that has never loaded a candidate: this evaluator's, or one of its own.
+  // A worker that has never loaded a candidate: this evaluator's, or one of its own. The
+  // candidates' worker is stopped first, with its process group: a thread or a process a
+  // candidate left running there could load the GPU while the reference is timed and inflate
+  // every later speedup (issue 28, item 4). The next candidate gets a fresh worker.
   std::unique_ptr<WorkerClient> own;
   WorkerClient* worker = &worker_;
   if (worker_.has_loaded_candidate()) {
+    worker_.stop();
     WorkerOptions wo = options_.worker;
     wo.prewarm_metrics.clear();
     wo.scratch_dir = options_.worker.scratch_dir / "reference-worker";

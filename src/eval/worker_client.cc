@@ -1,5 +1,7 @@
 #include "eval/worker_client.h"
 
+#include <signal.h>
+
 #include <fstream>
 
 #include <fmt/format.h>
@@ -339,11 +341,15 @@ Result<WorkerClient::CallReply> WorkerClient::call(json request, double timeout_
 
 void WorkerClient::stop() {
   if (!process_) return;
+  const int group = process_->pid();  // the worker leads a process group of its own
   if (process_->running()) {
     (void)process_->send_line(R"({"op":"shutdown"})");
     process_->wait(milliseconds(3000));
   }
   process_.reset();
+  // What a candidate started in the worker's group (a child process still launching GPU work)
+  // ends with it, even when the worker itself exited cleanly.
+  if (group > 1) ::kill(-group, SIGKILL);
 }
 
 }  // namespace kp::eval

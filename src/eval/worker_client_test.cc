@@ -3,8 +3,12 @@
 // own crash, hang and restart behaviour is covered by the gpu tier.
 #include "eval/worker_client.h"
 
+#include <signal.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -164,6 +168,30 @@ TEST_F(WorkerClientTest, HangIsATimeoutAndTheWorkerIsKilled) {
   EXPECT_NE(ev->report.reason.find("no verdict within 1 s (it was in its timing phase)"), std::string::npos)
       << ev->report.reason;
   EXPECT_TRUE(ev->worker_restarted);
+}
+
+TEST_F(WorkerClientTest, StoppingTheWorkerEndsWhatItLeftRunning) {
+  // Before the reference is timed the candidates' worker is stopped: a process a candidate left
+  // in its group must not outlive it (issue 28, item 4).
+  const std::string child_file = (dir_->path() / "child.pid").string();
+  setenv("FAKE_CHILD", child_file.c_str(), 1);
+  WorkerClient w = client("child");
+  auto ev = w.evaluate(one_output_task(), "/r.so", "/c.so", fast());
+  ASSERT_TRUE(ev.ok());
+  auto text = read_file(child_file);
+  ASSERT_TRUE(text.ok());
+  const pid_t child = std::stoi(*text);
+  ASSERT_EQ(::kill(child, 0), 0) << "the fake worker's child should be running";
+  w.stop();
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    // Gone, or a zombie waiting for whoever adopted it to reap it.
+    auto stat = read_file("/proc/" + std::to_string(child) + "/stat");
+    gone = !stat.ok() || stat->find(") Z ") != std::string::npos;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(gone) << "pid " << child << " outlived the stopped worker";
+  unsetenv("FAKE_CHILD");
 }
 
 TEST_F(WorkerClientTest, GarbageReplyIsACrashNamingTheProtocol) {

@@ -9,6 +9,8 @@
 #             kernelpro names in $KP_PHASE_FILE, as both workers do)
 #   garbage   hello, then answers an eval with a line that is not JSON
 #   poisoned  hello, then answers one eval and exits 3, as after a lost CUDA context
+#   child     as ok, and at its hello starts a child that outlives it (a process a candidate
+#             left running), its pid written to $FAKE_CHILD
 #   broken    exits 1 before its hello, as a worker that cannot start (a bad build, a missing
 #             library): that is a broken tool, not a machine without a GPU
 # Every start appends a line to $FAKE_STARTS, so tests can count restarts; with $FAKE_HELLO set,
@@ -20,6 +22,7 @@ while read -r line <&3; do
   case "$line" in
     *'"op":"hello"'*)
       [ -n "${FAKE_HELLO:-}" ] && printf '%s\n' "$line" > "$FAKE_HELLO"
+      if [ "$FAKE_MODE" = child ]; then sleep 1000 3<&- 4>&- & echo $! > "$FAKE_CHILD"; fi
       if [ "$FAKE_MODE" = no_gpu ]; then
         echo '{"ok":false,"error":"no CUDA device: fake machine without a GPU"}' >&4
       else
