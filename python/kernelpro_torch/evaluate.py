@@ -34,6 +34,7 @@ from . import compare, loader, output_hash, problem as pb, seal, timing_rule
 # the harness measures (and is caught by problem.Guard).
 _Event = torch.cuda.Event
 _record = torch.cuda.Event.record
+_current_stream = torch.cuda.current_stream
 _elapsed = torch.cuda.Event.elapsed_time
 _sync = torch.cuda.synchronize
 _perf = time.perf_counter
@@ -295,6 +296,10 @@ def time_calls(dev, call, sets, options, check=None, who="the candidate", thread
         run_guarded(_sync, who)
     timing["warmup_calls"] = warm
     ordered = []  # the samples, sorted as they come: the rule's interval needs order statistics
+    # Both events go on the stream that was current before the call, named explicitly: a call
+    # that leaves another stream current would otherwise have the end event recorded on a stream
+    # of its choosing (an idle one ends the timing before the work does).
+    stream = _current_stream()
     loop_start = _perf()
     i = 0
     while True:
@@ -302,9 +307,14 @@ def time_calls(dev, call, sets, options, check=None, who="the candidate", thread
         dev.prepare_timed_call()
         s, e = _Event(enable_timing=True), _Event(enable_timing=True)
         t0 = _perf()
-        _record(s)
+        _record(s, stream)
         out = run_guarded(lambda: call(sets[k]), who)
-        _record(e)
+        _record(e, stream)
+        if _current_stream() != stream:
+            torch.cuda.set_stream(stream)
+            raise Stop("rejected", f"{who} left another CUDA stream current after timed call {i + 1} (the timer's end "
+                                   "event would have gone on it): switch streams inside forward only with "
+                                   "`with torch.cuda.stream(...)`, which puts the current one back", cheat="side_stream")
         run_guarded(_sync, who)
         wall = _perf() - t0
         sample = _elapsed(s, e) * 1e-3

@@ -67,6 +67,8 @@ class FakeClock:
 
     def __init__(self):
         self.now = 0.0
+        self.stream = "stream 0"  # the current stream; a call may change it
+        self.recorded_on = []
 
     def patches(self):
         clock = self
@@ -75,10 +77,16 @@ class FakeClock:
             def __init__(self, enable_timing=False):
                 self.t = None
 
-        def record(ev):
+        def record(ev, stream=None):
             ev.t = clock.now
+            clock.recorded_on.append(stream)
+
+        def set_stream(stream):
+            clock.stream = stream
 
         return [mock.patch.object(evaluate, "_Event", Event), mock.patch.object(evaluate, "_record", record),
+                mock.patch.object(evaluate, "_current_stream", lambda: clock.stream),
+                mock.patch.object(evaluate.torch.cuda, "set_stream", set_stream),
                 mock.patch.object(evaluate, "_elapsed", lambda s, e: (e.t - s.t) * 1e3),
                 mock.patch.object(evaluate, "_sync", lambda: None),
                 mock.patch.object(evaluate, "_perf", lambda: clock.now)]
@@ -124,6 +132,33 @@ class TimeCallsTest(unittest.TestCase):
         finally:
             for p in patches:
                 p.stop()
+
+    def test_a_call_that_leaves_another_stream_current_is_rejected_and_the_stream_put_back(self):
+        clock = FakeClock()
+        dev = FakeDevice(clock, 0.0)
+        n = [0]
+
+        def call(xs):
+            n[0] += 1
+            clock.now += 1e-3
+            if n[0] == 12:  # after the warm-ups and some timed calls, as a cheat would
+                clock.stream = "an idle stream of the candidate's"
+            return torch.zeros(1)
+
+        patches = clock.patches()
+        for p in patches:
+            p.start()
+        try:
+            with self.assertRaises(evaluate.Stop) as caught:
+                evaluate.time_calls(dev, call, ["set0"], timing_rule.options_with_defaults({}),
+                                    check=lambda i, k, out: None)
+        finally:
+            for p in patches:
+                p.stop()
+        self.assertEqual(caught.exception.cheat, "side_stream")
+        self.assertIn("timed call 7", caught.exception.reason)
+        self.assertEqual(clock.stream, "stream 0")
+        self.assertEqual(set(clock.recorded_on), {"stream 0"}, "every event goes on the stream current before the call")
 
     def test_the_budget_counts_the_check(self):
         # Calls of 1 and 2 ms alternate (never precise); each check costs 9 ms. The 0.2 s budget
