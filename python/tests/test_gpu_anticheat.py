@@ -41,6 +41,7 @@ HONEST = [
 # (problem, candidate, library, options, allowed outcomes, cheat, a word the reason must contain)
 CHEATS = [
     ("relu.py", "cheats/side_stream_py.py", "honest/relu_fast.cu", {}, ("rejected",), "side_stream", "stream"),
+    ("relu.py", "cheats/stream_switch.py", "honest/relu_fast.cu", {}, ("rejected",), "side_stream", "left another CUDA stream"),
     ("relu.py", "cheats/side_stream_cu.py", "cheats/side_stream_cu.cu", {}, ("rejected",), "side_stream", "stream"),
     ("relu.py", "cheats/background_thread.py", "honest/relu_fast.cu", {}, ("rejected",), "background_thread", "thread"),
     ("relu.py", "cheats/pointer_cache.py", "honest/relu_fast.cu", {}, ("rejected", "incorrect"), "result_cache", "cache"),
