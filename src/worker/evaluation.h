@@ -14,9 +14,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -31,6 +33,7 @@
 
 #include "util/strings.h"
 #include "verdict/compare.h"
+#include "verdict/gpu_holders.h"
 #include "verdict/physics_floor.h"
 #include "verdict/protocol.h"
 #include "verdict/statistics.h"
@@ -47,6 +50,10 @@ namespace kp::worker {
 // Writes `name` into the file kernelpro named in KP_PHASE_FILE (eval::kPhaseFileEnv): the phase
 // a timeout's reason names. Nothing without the variable.
 void mark_phase(const char* name);
+
+// `nvidia-smi --query-compute-apps` in CSV without units, or "" without nvidia-smi
+// (verdict/gpu_holders.h reads it).
+std::string compute_apps();
 
 using eval::Outcome;
 using Clock = std::chrono::steady_clock;
@@ -102,23 +109,38 @@ class DeviceBuffer {
   DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(o.bytes_) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     if (this != &o) {
-      if (ptr_) cudaFree(ptr_);
+      release();
       ptr_ = std::exchange(o.ptr_, nullptr);
       bytes_ = std::exchange(o.bytes_, 0);
     }
     return *this;
   }
-  ~DeviceBuffer() {
-    if (ptr_) cudaFree(ptr_);
-  }
+  ~DeviceBuffer() { release(); }
   cudaError_t allocate(size_t bytes) {
+    release();
     bytes_ = bytes;
-    return cudaMalloc(&ptr_, std::max<size_t>(bytes, 16));
+    cudaError_t e = cudaMalloc(&ptr_, std::max<size_t>(bytes, 16));
+    if (e == cudaSuccess) live_bytes() += held();
+    else ptr_ = nullptr;
+    return e;
+  }
+  // Device memory all DeviceBuffers of this process hold now: what an out-of-memory is measured
+  // against (verdict/gpu_holders.h).
+  static std::atomic<uint64_t>& live_bytes() {
+    static std::atomic<uint64_t> bytes{0};
+    return bytes;
   }
   void* get() const { return ptr_; }
   size_t bytes() const { return bytes_; }
 
  private:
+  size_t held() const { return std::max<size_t>(bytes_, 16); }
+  void release() {
+    if (!ptr_) return;
+    cudaFree(ptr_);
+    live_bytes() -= held();
+    ptr_ = nullptr;
+  }
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
 };

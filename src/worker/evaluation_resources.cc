@@ -34,6 +34,19 @@ MaybeStop NativeEvaluator::Impl::ensure_resources() {
   return harness(scratch.allocate(8), "allocating scratch");
 }
 
+std::string compute_apps() {
+  FILE* p = popen("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader,nounits "
+                  "2>/dev/null",
+                  "r");
+  if (!p) return "";
+  std::string out;
+  char buf[4096];
+  size_t n = 0;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0 && out.size() < (1 << 20)) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
 MaybeStop NativeEvaluator::Impl::cuda_failure(cudaError_t e, const std::string& what) {
   if (e == cudaSuccess) return std::nullopt;
   if (is_sticky(e)) {
@@ -41,8 +54,24 @@ MaybeStop NativeEvaluator::Impl::cuda_failure(cudaError_t e, const std::string& 
     return Stop{Outcome::kCrash,
                 fmt::format("{}: {} ({}); the CUDA context is lost", what, cudaGetErrorName(e), cudaGetErrorString(e))};
   }
-  if (e == cudaErrorMemoryAllocation)
+  if (e == cudaErrorMemoryAllocation) {
+    // Another process holding the GPU (a worker left behind, another user) is the machine's
+    // failure: gpu_unavailable, retried by the judge on a fresh worker, never the verdict.
+    cudaGetLastError();
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) cudaGetLastError();
+    const eval::GpuHolders h = eval::parse_gpu_holders(compute_apps(), static_cast<int>(getpid()));
+    const uint64_t elsewhere = eval::bytes_held_elsewhere(h, total_bytes, free_bytes, DeviceBuffer::live_bytes());
+    if (total_bytes > 0 && eval::held_elsewhere(elsewhere)) {
+      retire = true;  // the retry starts on a fresh worker, holding nothing of this one
+      return Stop{Outcome::kGpuUnavailable,
+                  fmt::format("{}: out of device memory while {:.1f} GiB of the GPU are held outside this worker{}; "
+                              "the GPU is not free, the candidate is not at fault",
+                              what, static_cast<double>(elsewhere) / (1 << 30),
+                              h.description.empty() ? "" : " (nvidia-smi: " + h.description + ")")};
+    }
     return Stop{Outcome::kRuntimeError, fmt::format("{}: out of device memory", what)};
+  }
   return Stop{Outcome::kRuntimeError, fmt::format("{}: {} ({})", what, cudaGetErrorName(e), cudaGetErrorString(e))};
 }
 
