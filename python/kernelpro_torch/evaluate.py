@@ -310,11 +310,7 @@ def time_calls(dev, call, sets, options, check=None, who="the candidate", thread
         _record(s, stream)
         out = run_guarded(lambda: call(sets[k]), who)
         _record(e, stream)
-        if _current_stream() != stream:
-            torch.cuda.set_stream(stream)
-            raise Stop("rejected", f"{who} left another CUDA stream current after timed call {i + 1} (the timer's end "
-                                   "event would have gone on it): switch streams inside forward only with "
-                                   "`with torch.cuda.stream(...)`, which puts the current one back", cheat="side_stream")
+        _check_stream(stream, who, f"timed call {i + 1}")
         run_guarded(_sync, who)
         wall = _perf() - t0
         sample = _elapsed(s, e) * 1e-3
@@ -339,6 +335,29 @@ def time_calls(dev, call, sets, options, check=None, who="the candidate", thread
             break
     timing.update(stop=stop, median_ci_rel=timing_rule.relative_half_width(ordered), loop_wall_s=loop_wall)
     return timing
+
+
+def _check_stream(stream, who, when):
+    """Stops when the call left another stream current than `stream` (which it puts back)."""
+    if _current_stream() != stream:
+        torch.cuda.set_stream(stream)
+        raise Stop("rejected", f"{who} left another CUDA stream current after {when} (the timer's end event would "
+                               "have gone on it): switch streams inside forward only with `with torch.cuda.stream(...)`, "
+                               "which puts the current one back", cheat="side_stream")
+
+
+def time_one(dev, fn, who, when):
+    """One call timed as time_calls times each: flushed L2, events on the stream current before
+    the call, the stream checked after it. Returns (outputs, seconds)."""
+    stream = _current_stream()
+    dev.prepare_timed_call()
+    s, e = _Event(enable_timing=True), _Event(enable_timing=True)
+    _record(s, stream)
+    out = run_guarded(fn, who)
+    _record(e, stream)
+    _check_stream(stream, who, when)
+    run_guarded(_sync, who)
+    return out, _elapsed(s, e) * 1e-3
 
 
 def cuda_activity_profiler():
@@ -1055,13 +1074,8 @@ class Evaluation:
         xs = sets[0]
         on_right = []
         for j in range(OUTPUT_PROBE_CALLS):
-            self.dev.prepare_timed_call()
-            s, e = _Event(enable_timing=True), _Event(enable_timing=True)
-            _record(s)
-            out = run_guarded(lambda: call_new(xs), "the candidate")
-            _record(e)
-            run_guarded(_sync, "the candidate")
-            on_right.append(_elapsed(s, e) * 1e-3)
+            out, t = time_one(self.dev, lambda: call_new(xs), "the candidate", f"call {j + 1} on unflipped outputs")
+            on_right.append(t)
             got = outputs_of(out, "the candidate")
             if j == OUTPUT_PROBE_CALLS - 1:
                 check(j, 0, out, "call on unflipped outputs")  # flips them: nothing is left right
@@ -1091,22 +1105,12 @@ class Evaluation:
                 # The control: a call on a set the timed loop has called many times, in the same
                 # conditions as the fresh call next to it (clocks, allocator, host jitter, which
                 # for calls of tens of microseconds move a median more than 1.5x).
-                self.dev.prepare_timed_call()
-                s, e = _Event(enable_timing=True), _Event(enable_timing=True)
-                _record(s)
-                out = run_guarded(lambda: call_new(sets[1]), "the candidate")
-                _record(e)
-                run_guarded(_sync, "the candidate")
-                seen.append(_elapsed(s, e) * 1e-3)
+                out, t = time_one(self.dev, lambda: call_new(sets[1]), "the candidate", "a call on seen inputs")
+                seen.append(t)
                 del out
             roll_inputs(xs, 7919 * (j + 1))
-            self.dev.prepare_timed_call()
-            s, e = _Event(enable_timing=True), _Event(enable_timing=True)
-            _record(s)
-            out = run_guarded(lambda: call_new(xs), "the candidate")
-            _record(e)
-            run_guarded(_sync, "the candidate")
-            fresh.append(_elapsed(s, e) * 1e-3)
+            out, t = time_one(self.dev, lambda: call_new(xs), "the candidate", f"call {j + 1} on fresh inputs")
+            fresh.append(t)
             got = outputs_of(out, "the candidate")
             want = outputs_of(call_ref(xs), "the reference")
             _sync()

@@ -357,3 +357,29 @@ class OutputProbeTest(unittest.TestCase):
         self.assertFalse(evaluate.faster_on_right_outputs(4e-6, 4.2e-6))
         self.assertFalse(evaluate.faster_on_right_outputs(1e-6, 1.6e-6))
         self.assertFalse(evaluate.faster_on_right_outputs(9.6e-6, 4e-6))
+
+
+class TimeOneTest(unittest.TestCase):
+    def test_a_single_timed_call_is_held_to_the_stream_too(self):
+        clock = FakeClock()
+        dev = FakeDevice(clock, 0.0)
+
+        def switching(_=None):
+            clock.now += 1e-3
+            clock.stream = "another"
+            return torch.zeros(1)
+
+        patches = clock.patches()
+        for p in patches:
+            p.start()
+        try:
+            out, t = evaluate.time_one(dev, lambda: torch.zeros(1), "the candidate", "a call")
+            self.assertEqual(t, 0.0)
+            with self.assertRaises(evaluate.Stop) as caught:
+                evaluate.time_one(dev, switching, "the candidate", "call 3 on fresh inputs")
+        finally:
+            for p in patches:
+                p.stop()
+        self.assertEqual(caught.exception.cheat, "side_stream")
+        self.assertIn("call 3 on fresh inputs", caught.exception.reason)
+        self.assertEqual(clock.stream, "stream 0")
