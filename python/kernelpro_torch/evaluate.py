@@ -296,24 +296,14 @@ def time_calls(dev, call, sets, options, check=None, who="the candidate", thread
         run_guarded(_sync, who)
     timing["warmup_calls"] = warm
     ordered = []  # the samples, sorted as they come: the rule's interval needs order statistics
-    # Both events go on the stream that was current before the call, named explicitly: a call
-    # that leaves another stream current would otherwise have the end event recorded on a stream
-    # of its choosing (an idle one ends the timing before the work does).
-    stream = _current_stream()
+    # time_one puts both events on the stream that was current before the call, named
+    # explicitly: a call that leaves another stream current would otherwise have the end event
+    # recorded on a stream of its choosing (an idle one ends the timing before the work does).
     loop_start = _perf()
     i = 0
     while True:
         k = i % len(sets)
-        dev.prepare_timed_call()
-        s, e = _Event(enable_timing=True), _Event(enable_timing=True)
-        t0 = _perf()
-        _record(s, stream)
-        out = run_guarded(lambda: call(sets[k]), who)
-        _record(e, stream)
-        _check_stream(stream, who, f"timed call {i + 1}")
-        run_guarded(_sync, who)
-        wall = _perf() - t0
-        sample = _elapsed(s, e) * 1e-3
+        out, sample, wall = time_one(dev, lambda: call(sets[k]), who, f"timed call {i + 1}")
         timing["samples_s"].append(sample)
         timing["wall_s"].append(wall)
         bisect.insort(ordered, sample)
@@ -347,17 +337,20 @@ def _check_stream(stream, who, when):
 
 
 def time_one(dev, fn, who, when):
-    """One call timed as time_calls times each: flushed L2, events on the stream current before
-    the call, the stream checked after it. Returns (outputs, seconds)."""
+    """One timed call, as time_calls times each: flushed L2, events on the stream current before
+    the call, the stream checked after it. Returns (outputs, event seconds, wall seconds from the
+    start event to the device's synchronization)."""
     stream = _current_stream()
     dev.prepare_timed_call()
     s, e = _Event(enable_timing=True), _Event(enable_timing=True)
+    t0 = _perf()
     _record(s, stream)
     out = run_guarded(fn, who)
     _record(e, stream)
     _check_stream(stream, who, when)
     run_guarded(_sync, who)
-    return out, _elapsed(s, e) * 1e-3
+    wall = _perf() - t0
+    return out, _elapsed(s, e) * 1e-3, wall
 
 
 def cuda_activity_profiler():
@@ -1074,7 +1067,8 @@ class Evaluation:
         xs = sets[0]
         on_right = []
         for j in range(OUTPUT_PROBE_CALLS):
-            out, t = time_one(self.dev, lambda: call_new(xs), "the candidate", f"call {j + 1} on unflipped outputs")
+            out, t, _ = time_one(self.dev, lambda: call_new(xs), "the candidate",
+                                 f"call {j + 1} on unflipped outputs")
             on_right.append(t)
             got = outputs_of(out, "the candidate")
             if j == OUTPUT_PROBE_CALLS - 1:
@@ -1105,11 +1099,11 @@ class Evaluation:
                 # The control: a call on a set the timed loop has called many times, in the same
                 # conditions as the fresh call next to it (clocks, allocator, host jitter, which
                 # for calls of tens of microseconds move a median more than 1.5x).
-                out, t = time_one(self.dev, lambda: call_new(sets[1]), "the candidate", "a call on seen inputs")
+                out, t, _ = time_one(self.dev, lambda: call_new(sets[1]), "the candidate", "a call on seen inputs")
                 seen.append(t)
                 del out
             roll_inputs(xs, 7919 * (j + 1))
-            out, t = time_one(self.dev, lambda: call_new(xs), "the candidate", f"call {j + 1} on fresh inputs")
+            out, t, _ = time_one(self.dev, lambda: call_new(xs), "the candidate", f"call {j + 1} on fresh inputs")
             fresh.append(t)
             got = outputs_of(out, "the candidate")
             want = outputs_of(call_ref(xs), "the reference")

@@ -1,6 +1,7 @@
 """Pieces of evaluate.py that run on the CPU: kernel attribution, compulsory traffic, input
 rotation, the timed loop's sampling (on a fake clock) and the verified-output store."""
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -70,7 +71,8 @@ class FakeClock:
         self.stream = "stream 0"  # the current stream; a call may change it
         self.recorded_on = []
 
-    def patches(self):
+    def patched(self):
+        """The fakes in place for a `with` block."""
         clock = self
 
         class Event:
@@ -84,12 +86,16 @@ class FakeClock:
         def set_stream(stream):
             clock.stream = stream
 
-        return [mock.patch.object(evaluate, "_Event", Event), mock.patch.object(evaluate, "_record", record),
+        patches = [mock.patch.object(evaluate, "_Event", Event), mock.patch.object(evaluate, "_record", record),
                 mock.patch.object(evaluate, "_current_stream", lambda: clock.stream),
                 mock.patch.object(evaluate.torch.cuda, "set_stream", set_stream),
                 mock.patch.object(evaluate, "_elapsed", lambda s, e: (e.t - s.t) * 1e3),
                 mock.patch.object(evaluate, "_sync", lambda: None),
                 mock.patch.object(evaluate, "_perf", lambda: clock.now)]
+        stack = contextlib.ExitStack()
+        for p in patches:
+            stack.enter_context(p)
+        return stack
 
 
 class FakeDevice:
@@ -123,15 +129,9 @@ class TimeCallsTest(unittest.TestCase):
             checked.append((i, k))
             clock.now += check_s
 
-        patches = clock.patches()
-        for p in patches:
-            p.start()
-        try:
+        with clock.patched():
             opts = timing_rule.options_with_defaults(options)
             return evaluate.time_calls(dev, call, ["set0", "set1", "set2"], opts, check=check), calls, checked
-        finally:
-            for p in patches:
-                p.stop()
 
     def test_a_call_that_leaves_another_stream_current_is_rejected_and_the_stream_put_back(self):
         clock = FakeClock()
@@ -145,16 +145,8 @@ class TimeCallsTest(unittest.TestCase):
                 clock.stream = "an idle stream of the candidate's"
             return torch.zeros(1)
 
-        patches = clock.patches()
-        for p in patches:
-            p.start()
-        try:
-            with self.assertRaises(evaluate.Stop) as caught:
-                evaluate.time_calls(dev, call, ["set0"], timing_rule.options_with_defaults({}),
-                                    check=lambda i, k, out: None)
-        finally:
-            for p in patches:
-                p.stop()
+        with clock.patched(), self.assertRaises(evaluate.Stop) as caught:
+            evaluate.time_calls(dev, call, ["set0"], timing_rule.options_with_defaults({}), check=lambda i, k, out: None)
         self.assertEqual(caught.exception.cheat, "side_stream")
         self.assertIn("timed call 7", caught.exception.reason)
         self.assertEqual(clock.stream, "stream 0")
@@ -299,16 +291,10 @@ class EnergyChecksTest(unittest.TestCase):
             clock.now += 1e-3
             return call(xs)
 
-        patches = clock.patches()
-        for p in patches:
-            p.start()
-        try:
+        with clock.patched():
             opts = timing_rule.options_with_defaults({"energy_window_s": 0.1})
             return evaluate.measure_energy(dev, timed, ["set0", "set1"], 1e-3, opts, check=check,
                                            rng=__import__("random").Random(5))
-        finally:
-            for p in patches:
-                p.stop()
 
     def test_three_calls_are_checked_at_indices_no_one_can_predict(self):
         checked = []
@@ -369,17 +355,11 @@ class TimeOneTest(unittest.TestCase):
             clock.stream = "another"
             return torch.zeros(1)
 
-        patches = clock.patches()
-        for p in patches:
-            p.start()
-        try:
-            out, t = evaluate.time_one(dev, lambda: torch.zeros(1), "the candidate", "a call")
-            self.assertEqual(t, 0.0)
+        with clock.patched():
+            out, t, wall = evaluate.time_one(dev, lambda: torch.zeros(1), "the candidate", "a call")
+            self.assertEqual((t, wall), (0.0, 0.0))
             with self.assertRaises(evaluate.Stop) as caught:
                 evaluate.time_one(dev, switching, "the candidate", "call 3 on fresh inputs")
-        finally:
-            for p in patches:
-                p.stop()
         self.assertEqual(caught.exception.cheat, "side_stream")
         self.assertIn("call 3 on fresh inputs", caught.exception.reason)
         self.assertEqual(clock.stream, "stream 0")
