@@ -31,11 +31,46 @@ import threading
 
 PROTOCOL = 1
 ORCHESTRATOR_PID_ENV = "KP_ORCHESTRATOR_PID"  # eval::kOrchestratorPidEnv
+WORKER_TOKEN_ENV = "KP_WORKER_TOKEN"  # eval::kWorkerTokenEnv
+
+
+def kill_tagged(name, value):
+    """SIGKILL to every process of this user whose initial environment has name=value, but this
+    one (sys::kill_tagged): what a candidate started and moved out of the worker's group (setsid,
+    a double fork) still carries the worker's token. Returns how many were signalled."""
+    if not value:
+        return 0
+    needle, me, uid = f"{name}={value}".encode(), os.getpid(), os.getuid()
+    signalled = set()
+    for _ in range(8):  # a tagged process may fork between the scan and the signal
+        found = 0
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == me:
+                continue
+            try:
+                if os.stat(f"/proc/{entry}").st_uid != uid:
+                    continue
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    env = f.read().split(b"\0")
+            except OSError:
+                continue
+            if needle in env:
+                try:
+                    os.kill(int(entry), signal.SIGKILL)
+                except OSError:
+                    continue
+                if int(entry) not in signalled:
+                    signalled.add(int(entry))
+                    found += 1
+        if not found:
+            break
+    return len(signalled)
 
 
 def _end_group(why):
     sys.stderr.write(f"kernelpro_torch.worker: {why}; exiting with everything it started\n")
     sys.stderr.flush()
+    kill_tagged(WORKER_TOKEN_ENV, os.environ.get(WORKER_TOKEN_ENV, ""))
     if os.getpgrp() == os.getpid():  # the group is ours alone (kernelpro starts workers so)
         os.killpg(0, signal.SIGKILL)
     os._exit(3)

@@ -34,13 +34,14 @@ Status WorkerClient::start() {
 
 void WorkerClient::launch() {
   if (unavailable_ || (process_ && process_->running())) return;
-  if (!spawn().ok()) process_.reset();  // device() spawns again and reports the error
+  if (!spawn().ok()) drop_process();  // device() spawns again and reports the error
 }
 
 Status WorkerClient::spawn() {
-  process_.reset();
+  drop_process();
   hello_pending_ = false;
   candidate_loaded_ = false;
+  token_ = sys::random_token();
   sys::Command c;
   if (!options_.argv.empty()) {
     c.argv = options_.argv;
@@ -60,6 +61,7 @@ Status WorkerClient::spawn() {
   c.env_unset = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "KERNELPRO_API_KEY"};
   c.env_set = options_.env;
   c.env_set.emplace_back(kPhaseFileEnv, phase_file().string());
+  c.env_set.emplace_back(kWorkerTokenEnv, token_);
   std::error_code ignored;
   fs::remove(phase_file(), ignored);
   auto spawned = sys::Process::spawn(c);
@@ -81,7 +83,7 @@ Status WorkerClient::await_hello() {
   if (!line.ok()) {
     auto how = process_->kill();
     std::string err = read_log_since(options_.scratch_dir / "worker.stderr.log", 0);
-    process_.reset();
+    drop_process();
     // A worker that dies or hangs before its hello is broken, not a machine without a GPU (that
     // worker starts and says so): a tool failure, never a quiet "not run".
     return make_error(ErrorCode::kTool, fmt::format("the worker did not start ({}): {}{}", how.describe(),
@@ -94,7 +96,7 @@ Status WorkerClient::await_hello() {
     Error e = make_error(ErrorCode::kUnavailable, hello.value("error", std::string("the worker found no GPU")));
     unavailable_ = e;
     process_->kill();
-    process_.reset();
+    drop_process();
     return e;
   }
   device_ = device_info_from_json(hello.value("device", json::object()));
@@ -145,7 +147,7 @@ WorkerClient::Exchange WorkerClient::exchange(const json& request, double timeou
       x.detail = *line;
     }
   }
-  if (x.failure != Exchange::Failure::kNone) process_.reset();
+  if (x.failure != Exchange::Failure::kNone) drop_process();
   return x;
 }
 
@@ -154,7 +156,7 @@ bool WorkerClient::drop_if_exiting(const json& reply) {
   // next request cannot be sent to a dying process and blamed for its death.
   if (!reply.value("exiting", false) && process_->running()) return false;
   process_->wait(milliseconds(5000));
-  process_.reset();
+  drop_process();
   return true;
 }
 
@@ -216,7 +218,7 @@ Result<WorkerEvaluation> WorkerClient::run_evaluation(json req, const EvalOption
     case Exchange::Failure::kNone:
       if (!x.reply.value("ok", false) || !x.reply.contains("report")) {
         process_->kill();
-        process_.reset();
+        drop_process();
         failed(Outcome::kCrash, fmt::format("the worker broke the protocol: {}", x.reply.value("error", x.reply.dump())));
       } else {
         KP_TRY(ev.report, worker_report_from_json(x.reply["report"]));
@@ -258,7 +260,7 @@ Result<WorkerBaseline> WorkerClient::baseline(const fs::path& problem, const std
         b.worker_restarted = drop_if_exiting(x.reply);
       } else if (auto r = baseline_reply_from_json(x.reply); !r.ok()) {
         process_->kill();
-        process_.reset();
+        drop_process();
         failure = fmt::format("the worker broke the protocol: {}", r.error().message);
       } else {
         b.reply = std::move(*r);
@@ -339,6 +341,12 @@ Result<WorkerClient::CallReply> WorkerClient::call(json request, double timeout_
   return r;
 }
 
+void WorkerClient::drop_process() {
+  process_.reset();
+  // What escaped the worker's group (setsid, a double fork) still carries its token.
+  if (!token_.empty()) sys::kill_tagged(kWorkerTokenEnv, token_);
+}
+
 void WorkerClient::stop() {
   if (!process_) return;
   const int group = process_->pid();  // the worker leads a process group of its own
@@ -346,10 +354,10 @@ void WorkerClient::stop() {
     (void)process_->send_line(R"({"op":"shutdown"})");
     process_->wait(milliseconds(3000));
   }
-  process_.reset();
   // What a candidate started in the worker's group (a child process still launching GPU work)
-  // ends with it, even when the worker itself exited cleanly.
+  // ends with it, even when the worker itself exited cleanly; what left the group, by its token.
   if (group > 1) ::kill(-group, SIGKILL);
+  drop_process();
 }
 
 }  // namespace kp::eval

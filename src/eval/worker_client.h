@@ -159,7 +159,11 @@ class WorkerClient {
   std::string phase_note() const;
 
   WorkerOptions options_;
+  // Ends the process (if any) and every process that carries its token (kWorkerTokenEnv).
+  void drop_process();
+
   std::unique_ptr<sys::Process> process_;
+  std::string token_;  // this process's kWorkerTokenEnv value: its descendants carry it
   std::optional<DeviceInfo> device_;
   std::optional<Error> unavailable_;  // a start that found no GPU: not retried
   bool hello_pending_ = false;        // spawned by launch(), hello not read yet

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <dirent.h>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <set>
 #include <mutex>
 
 extern char** environ;
@@ -697,6 +703,59 @@ Completed Process::finish(bool timed_out) {
   }
   completed_ = completed;
   return completed;
+}
+
+int kill_tagged(std::string_view name, std::string_view value) {
+  if (name.empty() || value.empty()) return 0;
+  std::string needle(name);
+  needle += '=';
+  needle += value;
+  const uid_t uid = getuid();
+  const pid_t self = getpid();
+  std::set<long> signalled;
+  // A tagged process may fork between the scan and the signal: scan again until a pass finds
+  // none (a bounded number of passes; each child of a killed process carries the tag too).
+  for (int pass = 0; pass < 8; ++pass) {
+    DIR* proc = opendir("/proc");
+    if (!proc) break;
+    int found = 0;
+    while (dirent* e = readdir(proc)) {
+      char* end = nullptr;
+      const long pid = std::strtol(e->d_name, &end, 10);
+      if (pid <= 0 || *end != '\0' || pid == self) continue;
+      const std::string dir = std::string("/proc/") + e->d_name;
+      struct stat st {};
+      if (stat(dir.c_str(), &st) != 0 || st.st_uid != uid) continue;
+      std::ifstream in(dir + "/environ", std::ios::binary);
+      if (!in) continue;
+      const std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      // Entries are NUL-separated: the tag must be a whole entry.
+      for (size_t at = 0; at < env.size();) {
+        const size_t stop = env.find('\0', at);
+        const size_t len = (stop == std::string::npos ? env.size() : stop) - at;
+        if (std::string_view(env).substr(at, len) == needle) {
+          if (::kill(static_cast<pid_t>(pid), SIGKILL) == 0 && signalled.insert(pid).second) ++found;
+          break;
+        }
+        if (stop == std::string::npos) break;
+        at = stop + 1;
+      }
+    }
+    closedir(proc);
+    if (found == 0) break;
+  }
+  return static_cast<int>(signalled.size());
+}
+
+std::string random_token() {
+  std::random_device rd;
+  std::string token;
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 4; ++i) {
+    uint32_t v = rd();
+    for (int k = 0; k < 8; ++k, v >>= 4) token += kHex[v & 15];
+  }
+  return token;
 }
 
 }  // namespace kp::sys

@@ -157,4 +157,16 @@ class Process {
   std::optional<Completed> completed_;
 };
 
+// Processes that escaped a child's group (setsid, a double fork) still carry the environment the
+// child was started with. A child started with a variable `name` set to a value no one else uses
+// (a random token) can thus be ended with everything it spawned, wherever they moved.
+//
+// Sends SIGKILL to every process of this user whose initial environment (/proc/PID/environ) has
+// name=value, except this process; returns how many were signalled. A process that replaced its
+// environment when it exec'd is not found.
+int kill_tagged(std::string_view name, std::string_view value);
+
+// A fresh random token for kill_tagged (32 hex digits).
+std::string random_token();
+
 }  // namespace kp::sys

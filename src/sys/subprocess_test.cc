@@ -410,5 +410,43 @@ TEST(Process, SpawnErrors) {
   EXPECT_EQ(rejected.error().code, ErrorCode::kInvalidInput);
 }
 
+// A daemon that left its group and session (setsid, then a fork whose parent exits) survives the
+// group kill; the tag it inherited still finds it. One started with another token is spared.
+TEST(KillTagged, EndsEscapedDescendantsAndOnlyThose) {
+  TempDir dir = temp_dir();
+  const std::string token = random_token(), other = random_token();
+  ASSERT_EQ(token.size(), 32u);
+  ASSERT_NE(token, other);
+  auto escape = [&](const std::string& tag, const std::string& pidfile) {
+    Command c = sh("setsid sh -c 'sleep 300 & echo $! > " + pidfile + "' < /dev/null > /dev/null 2>&1");
+    c.env_set = {{"KP_TEST_TOKEN", tag}};
+    auto done = run_ok(c);
+    EXPECT_EQ(done.exit_code, 0);
+  };
+  const std::string mine = (dir.path() / "mine.pid").string(), theirs = (dir.path() / "theirs.pid").string();
+  escape(token, mine);
+  escape(other, theirs);
+  auto read_pid = [](const std::string& path) {
+    for (int i = 0; i < 100; ++i) {
+      std::ifstream in(path);
+      int pid = 0;
+      if (in >> pid && pid > 0) return pid;
+      std::this_thread::sleep_for(20ms);
+    }
+    return 0;
+  };
+  const int mine_pid = read_pid(mine), theirs_pid = read_pid(theirs);
+  ASSERT_GT(mine_pid, 0);
+  ASSERT_GT(theirs_pid, 0);
+  ASSERT_EQ(::kill(mine_pid, 0), 0) << "the escaped daemon should outlive its group";
+
+  EXPECT_EQ(kill_tagged("KP_TEST_TOKEN", token), 1);
+  EXPECT_TRUE(dead_within(mine_pid, 2s));
+  EXPECT_EQ(::kill(theirs_pid, 0), 0) << "a process with another token was killed";
+  EXPECT_EQ(kill_tagged("KP_TEST_TOKEN", other), 1);
+  EXPECT_TRUE(dead_within(theirs_pid, 2s));
+  EXPECT_EQ(kill_tagged("KP_TEST_TOKEN", token), 0);
+}
+
 }  // namespace
 }  // namespace kp::sys

@@ -53,6 +53,11 @@ constexpr const char* kOrchestratorPidEnv = "KP_ORCHESTRATOR_PID";
 // the evaluation phase it enters ("setup", "correctness", "timing", ...), so that an evaluation
 // killed at its timeout ends with the phase named.
 constexpr const char* kPhaseFileEnv = "KP_PHASE_FILE";
+// A random token kernelpro gives each worker it starts. Every process a candidate starts carries
+// it, even one that left the worker's process group and session (setsid, a double fork):
+// stopping the worker ends them all (sys::kill_tagged), and so does a worker whose orchestrator
+// is gone.
+constexpr const char* kWorkerTokenEnv = "KP_WORKER_TOKEN";
 
 struct DeviceInfo {
   std::string name;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "sys/subprocess.h"
 #include "verdict/protocol.h"
 
 namespace kp::worker {
@@ -19,6 +20,9 @@ namespace {
 [[noreturn]] void end_group(const char* why) {
   std::fprintf(stderr, "kp-worker: %s; exiting with everything it started\n", why);
   std::fflush(stderr);
+  // First what left the group (setsid, a double fork), found by the token they inherited.
+  if (const char* token = std::getenv(eval::kWorkerTokenEnv); token && *token)
+    sys::kill_tagged(eval::kWorkerTokenEnv, token);
   if (getpgrp() == getpid()) kill(0, SIGKILL);  // the group is ours alone (sys::Process::spawn)
   _exit(3);
 }

@@ -11,6 +11,8 @@
 #   poisoned  hello, then answers one eval and exits 3, as after a lost CUDA context
 #   child     as ok, and at its hello starts a child that outlives it (a process a candidate
 #             left running), its pid written to $FAKE_CHILD
+#   escaped   as child, but the child leaves the worker's group and session first (setsid):
+#             only the token it inherited ($KP_WORKER_TOKEN) still finds it
 #   broken    exits 1 before its hello, as a worker that cannot start (a bad build, a missing
 #             library): that is a broken tool, not a machine without a GPU
 # Every start appends a line to $FAKE_STARTS, so tests can count restarts; with $FAKE_HELLO set,
@@ -23,6 +25,9 @@ while read -r line <&3; do
     *'"op":"hello"'*)
       [ -n "${FAKE_HELLO:-}" ] && printf '%s\n' "$line" > "$FAKE_HELLO"
       if [ "$FAKE_MODE" = child ]; then sleep 1000 3<&- 4>&- & echo $! > "$FAKE_CHILD"; fi
+      if [ "$FAKE_MODE" = escaped ]; then
+        setsid sh -c 'sleep 1000 & echo $! > "$FAKE_CHILD"' 3<&- 4>&- < /dev/null > /dev/null 2>&1 &
+      fi
       if [ "$FAKE_MODE" = no_gpu ]; then
         echo '{"ok":false,"error":"no CUDA device: fake machine without a GPU"}' >&4
       else
