@@ -10,7 +10,7 @@ PYDIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class Worker:
-    def __init__(self):
+    def __init__(self, extra_env=None):
         req_r, self.req_w = os.pipe()
         self.rep_r, rep_w = os.pipe()
         # The child must see the pipes as fds 3 and 4, like kp-worker.
@@ -18,7 +18,7 @@ class Worker:
             a, b = os.dup(req_r), os.dup(rep_w)  # the pipes may themselves be fds 3 or 4
             os.dup2(a, 3)
             os.dup2(b, 4)
-        env = dict(os.environ, PYTHONPATH=PYDIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        env = dict(os.environ, PYTHONPATH=PYDIR + os.pathsep + os.environ.get("PYTHONPATH", ""), **(extra_env or {}))
         self.proc = subprocess.Popen([sys.executable, "-m", "kernelpro_torch.worker"], preexec_fn=setup, close_fds=False,
                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         os.close(req_r)
@@ -102,6 +102,35 @@ class ProtocolTest(unittest.TestCase):
 
     def test_shutdown_exits_zero(self):
         self.assertEqual(self.w.close(), 0)
+
+
+class OrphanTest(unittest.TestCase):
+    """The worker never outlives kernelpro, nor does what its candidates started (issue 28, item 6)."""
+
+    def test_an_orphaned_worker_ends_what_left_its_group_by_the_token(self):
+        import signal
+        import time
+        token = os.urandom(16).hex()
+        kernelpro = subprocess.Popen(["sleep", "60"])  # stands in for the orchestrator
+        w = Worker({"KP_WORKER_TOKEN": token, "KP_ORCHESTRATOR_PID": str(kernelpro.pid)})
+        self.assertTrue(w.ask('{"op":"hello"}') is not None)
+        # What a candidate would leave: a process in a session of its own, with the worker's token.
+        daemon = subprocess.Popen(["sleep", "60"], start_new_session=True, env=dict(os.environ, KP_WORKER_TOKEN=token))
+        bystander = subprocess.Popen(["sleep", "60"], start_new_session=True,
+                                     env=dict(os.environ, KP_WORKER_TOKEN=os.urandom(16).hex()))
+        try:
+            kernelpro.kill()
+            kernelpro.wait()
+            self.assertEqual(w.proc.wait(timeout=10), 3)  # the orphan watch's exit status
+            self.assertEqual(daemon.wait(timeout=5), -signal.SIGKILL)
+            time.sleep(0.1)
+            self.assertIsNone(bystander.poll(), "a process with another token was killed")
+        finally:
+            for p in (daemon, bystander):
+                p.kill()
+                p.wait()
+            w.proc.stdout.close()
+            w.proc.stderr.close()
 
 
 class EvalRequestTest(unittest.TestCase):
