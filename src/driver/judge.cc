@@ -75,6 +75,13 @@ Result<eval::EvalResult> Judge::evaluate(const task::Task& task, const fs::path&
     }
     ++stats_.reference_timings;
     stats_.reference_seconds += timed->worker_seconds;
+    if (!timed->machine_busy.empty()) {
+      // Another process's work ran beside it: not kept; the evaluation ends as gpu_unavailable,
+      // and the retry below times the reference again.
+      ++stats_.busy_references;
+      busy_reference_ = std::move(*timed);
+      return &*busy_reference_;
+    }
     return &references_.emplace(key, std::move(*timed)).first->second;
   };
   auto r = evaluator_->evaluate(task, candidate, library_source, reference);

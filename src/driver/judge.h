@@ -38,6 +38,7 @@ struct JudgeStats {
   int gpu_retries = 0;           // evaluations tried again because the GPU was held elsewhere
   int reference_timings = 0;     // references timed alone
   int reference_reuses = 0;      // evaluations that reused a reference timed before
+  int busy_references = 0;       // reference timings dropped: another process ran GPU work beside them
   int verdict_reuses = 0;        // profiles and analyses that reused a verdict instead of evaluating again
   double reference_seconds = 0;  // wall time of the reference timings
 };
@@ -91,6 +92,7 @@ class Judge {
   std::unique_ptr<eval::Evaluator> evaluator_;
   std::map<std::string, eval::ReferenceTiming> references_;
   std::map<std::string, std::string> failed_references_;  // key -> why it could not be timed alone
+  std::optional<eval::ReferenceTiming> busy_reference_;     // the last one timed beside foreign work
   std::map<std::string, eval::EvalResult> verdicts_;      // candidate_key -> its last verdict
   JudgeStats stats_;
 };

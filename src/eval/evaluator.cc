@@ -153,6 +153,12 @@ Status Evaluator::run_on_worker(const task::Task& task, EvalResult& r, const fs:
   }
   r.device = *dev;
   const ReferenceTiming* reference_timing = reference_time ? reference_time() : nullptr;
+  if (reference_timing && !reference_timing->machine_busy.empty()) {
+    // The machine's failure, not the candidate's: nothing of it is run against that time.
+    r.outcome = Outcome::kGpuUnavailable;
+    r.reason = reference_timing->machine_busy;
+    return ok_status();
+  }
   auto t2 = Clock::now();
   EvalOptions options = options_.eval;
   if (reference_timing) options.time_reference = false;  // the judge's measurement stands for it
@@ -178,7 +184,10 @@ Status Evaluator::run_on_worker(const task::Task& task, EvalResult& r, const fs:
   if (ev.report.timing && !ev.report.timing->samples_s.empty()) {
     r.time = summarize(ev.report.timing->samples_s);
     r.reference_seconds = reference_timing ? reference_timing->seconds : ev.report.reference_seconds;
-    if (reference_timing) ev.report.reference_seconds = reference_timing->seconds;
+    if (reference_timing) {
+      ev.report.reference_seconds = reference_timing->seconds;
+      r.reference_gpu_check = reference_timing->gpu_check;
+    }
     if (r.time.median > 0) {
       if (r.reference_seconds > 0) r.speedup_vs_reference = r.reference_seconds / r.time.median;
       r.achieved_bytes_per_s = task.ideal_bytes / r.time.median;
@@ -219,14 +228,31 @@ Result<ReferenceTiming> Evaluator::time_reference(const task::Task& task) {
     worker = own.get();
   }
   auto t0 = Clock::now();
+  // Who holds the GPU before the request goes out, for the foreign-work check after it.
+  KP_TRY(DeviceInfo device, worker->device());
+  GpuWatch* watch = gpu_watch(device.pci_bus_id);
+  std::vector<GpuProcess> census_before;
+  if (watch)
+    if (auto c = watch->compute_processes(); c.ok()) census_before = std::move(*c);
+  const uint64_t window_from = epoch_us();
   const KernelBenchFiles none;
   KP_TRY(WorkerEvaluation ev, task.kind == task::TaskKind::kKernelBench
                                   ? worker->evaluate(task, reference, fs::path(), options, none)
                                   : worker->evaluate(task, reference, fs::path(), options));
-  if (own) own->stop();
   ReferenceTiming t;
   t.worker_seconds = since(t0);
   t.own_worker = own != nullptr;
+  // The worker sits idle now and still holds its context: the census sees it as ours.
+  auto t1 = Clock::now();
+  if (watch && ev.report.outcome == Outcome::kOk) {
+    ForeignWork fw = check_foreign_work(*watch, worker->pid(), census_before, window_from);
+    t.gpu_check = fw.note;
+    if (fw.busy) t.machine_busy = fw.note + "; the reference's time would be inflated, so the evaluation waits and is retried";
+  } else if (!watch) {
+    t.gpu_check = "not checked: " + gpu_watch_error_.value_or("NVML is not there");
+  }
+  t.gpu_check_seconds = since(t1);
+  if (own) own->stop();
   if (ev.report.reference_failed)
     return make_error(ErrorCode::kInvalidInput,
                       fmt::format("{}; the task is at fault, not a candidate: {} must run on the task's own inputs",
@@ -238,6 +264,17 @@ Result<ReferenceTiming> Evaluator::time_reference(const task::Task& task) {
   t.timing = *ev.report.reference_timing;
   t.seconds = summarize(t.timing.samples_s).median;
   return t;
+}
+
+GpuWatch* Evaluator::gpu_watch(const std::string& pci_bus_id) {
+  if (!gpu_watch_ && !gpu_watch_error_) {
+    auto w = GpuWatch::open(pci_bus_id);
+    if (w.ok())
+      gpu_watch_ = std::move(*w);
+    else
+      gpu_watch_error_ = w.error().message;
+  }
+  return gpu_watch_.get();
 }
 
 }  // namespace kp::eval

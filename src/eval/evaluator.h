@@ -8,6 +8,7 @@
 #include <string>
 
 #include "build/builder.h"
+#include "eval/gpu_census.h"
 #include "eval/worker_client.h"
 #include "task/task.h"
 #include "verdict/eval_options.h"
@@ -41,6 +42,7 @@ struct EvalResult {
   // Derived from report (when timed): median seconds per call and its spread.
   Summary time;
   double reference_seconds = 0;
+  std::string reference_gpu_check;  // what ReferenceTiming::gpu_check found when that time was taken
   double speedup_vs_reference = 0;  // reference median / candidate median
   double achieved_bytes_per_s = 0;  // task ideal bytes / median
   double achieved_flops_per_s = 0;  // task ideal FLOPs / median
@@ -56,6 +58,14 @@ struct ReferenceTiming {
   TimingReport timing;        // its samples, method and why sampling stopped
   double worker_seconds = 0;  // the request's wall time
   bool own_worker = false;    // timed in a worker started for it (the evaluator's had run a candidate)
+  // What the check for other processes' work found (eval/gpu_census.h): "no other process held
+  // the GPU", what others held and whether they ran work, or why it could not be checked.
+  std::string gpu_check;
+  double gpu_check_seconds = 0;
+  // Non-empty: another process ran work on the GPU while the reference was timed, so `seconds`
+  // is not to be trusted. An evaluation handed such a timing ends as the machine's failure
+  // (Outcome::kGpuUnavailable, with this reason) without running; the judge keeps no such timing.
+  std::string machine_busy;
 };
 
 // Where an evaluation gets the reference's time when it does not time the reference itself:
@@ -99,6 +109,8 @@ class Evaluator {
   // candidate (the first request of a run), else in a worker started for this and stopped
   // after. kUnavailable without a GPU; kInvalidInput when the reference does not build or fails
   // on its own shapes; kTool when the worker crashed or hung.
+  // After the timing, while the worker is idle, it checks that no other process ran GPU work
+  // meanwhile (eval/gpu_census.h); one that did is named in ReferenceTiming::machine_busy.
   Result<ReferenceTiming> time_reference(const task::Task& task);
 
   // The worker's device; kUnavailable without a GPU.
@@ -116,9 +128,15 @@ class Evaluator {
                        const std::filesystem::path& candidate, const KernelBenchFiles* files,
                        const ReferenceSource& reference_time);
 
+  // NVML for the foreign-work check, opened at the first reference timing; null where NVML is
+  // not there (gpu_watch_error says why).
+  GpuWatch* gpu_watch(const std::string& pci_bus_id);
+
   EvaluatorOptions options_;
   build::Builder builder_;
   WorkerClient worker_;
+  std::unique_ptr<GpuWatch> gpu_watch_;
+  std::optional<std::string> gpu_watch_error_;
 };
 
 }  // namespace kp::eval

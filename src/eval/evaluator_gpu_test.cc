@@ -2,9 +2,16 @@
 // replaced after) every bad candidate, so the run goes on. Skipped without a GPU.
 #include "eval/evaluator.h"
 
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
 
 #include "sys/temp_dir.h"
 #include "task/native_task_loader.h"
@@ -58,6 +65,62 @@ class EvaluatorGpu : public ::testing::Test {
 };
 sys::TempDir* EvaluatorGpu::scratch_ = nullptr;
 Evaluator* EvaluatorGpu::evaluator_ = nullptr;
+
+// Issue 28, item 4: another process's GPU work while the reference is timed makes that time
+// untrusted (machine_busy: the evaluation is then the machine's gpu_unavailable, retried);
+// without it the check says what it found. The other process: python3 and torch, spinning.
+TEST_F(EvaluatorGpu, ForeignGpuWorkBesideTheReferenceTimingIsCaught) {
+  task::Task t = load("gelu");
+  auto clean = evaluator_->time_reference(t);
+  ASSERT_TRUE(clean.ok()) << clean.error().message;
+  EXPECT_TRUE(clean->machine_busy.empty()) << clean->machine_busy;
+  EXPECT_EQ(clean->gpu_check.rfind("not checked", 0), std::string::npos) << clean->gpu_check;
+
+  const fs::path pid_file = scratch_->path() / "spinner.pid", go_file = scratch_->path() / "spinner.go";
+  const std::string script =
+      "import os, sys, time, torch\n"
+      "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+      "x = torch.randn(4096, 4096, device='cuda'); torch.cuda.synchronize()\n"
+      "open(sys.argv[2], 'w').write('go')\n"
+      "end = time.time() + 90\n"
+      "while time.time() < end:\n"
+      "    for _ in range(20): y = x @ x\n"
+      "    torch.cuda.synchronize()\n";
+  const fs::path script_file = scratch_->path() / "spinner.py";
+  ASSERT_TRUE(write_file(script_file.string(), script).ok());
+  const std::string cmd = fmt::format("python3 {} {} {} > {} 2>&1 &", script_file.string(), pid_file.string(),
+                                      go_file.string(), (scratch_->path() / "spinner.log").string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  bool going = false;
+  for (int i = 0; i < 600 && !going; ++i) {
+    going = fs::exists(go_file);
+    if (!going) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  auto pid_text = read_file(pid_file.string());
+  struct Stopper {
+    int pid;
+    ~Stopper() {
+      if (pid > 0) ::kill(pid, SIGKILL);
+    }
+  } stopper{pid_text.ok() && !pid_text->empty() ? std::stoi(*pid_text) : 0};
+  if (!going) {
+    auto log = read_file((scratch_->path() / "spinner.log").string());
+    GTEST_SKIP() << "python3 with torch could not start a GPU spinner here: " << (log.ok() ? *log : "");
+  }
+
+  auto busy = evaluator_->time_reference(t);
+  ASSERT_TRUE(busy.ok()) << busy.error().message;
+  EXPECT_NE(busy->machine_busy.find("another process ran work on the GPU"), std::string::npos)
+      << "check: " << busy->gpu_check;
+
+  // Handed to an evaluation, such a timing makes it the machine's failure, not the candidate's.
+  const ReferenceTiming busy_timing = *busy;
+  auto r = evaluator_->evaluate(t, testing::examples_dir() / "gelu" / "seed.cu", {},
+                                [&]() -> const ReferenceTiming* { return &busy_timing; });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->outcome, Outcome::kGpuUnavailable);
+  EXPECT_NE(r->reason.find("another process ran work"), std::string::npos) << r->reason;
+}
 
 TEST_F(EvaluatorGpu, EverySeedIsCorrectAndTimed) {
   for (const auto& entry : fs::directory_iterator(testing::examples_dir())) {

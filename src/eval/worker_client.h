@@ -136,6 +136,8 @@ class WorkerClient {
   // reference_only, or a profile request). A reference is timed only where none ever was:
   // a candidate's module or threads could otherwise slow it (driver/judge.h).
   bool has_loaded_candidate() const { return candidate_loaded_; }
+  // The running worker's pid, or 0.
+  int pid() const { return process_ ? process_->pid() : 0; }
 
  private:
   // One request and its reply line. On failure the worker is killed and gone.

@@ -158,6 +158,7 @@ json eval_to_json(const task::Task& task, const eval::EvalResult& r) {
                  {"max_s", r.time.max}, {"q1_s", r.time.q1}, {"q3_s", r.time.q3}, {"p10_s", r.time.p10},
                  {"p90_s", r.time.p90}, {"samples", r.time.count}};
     j["reference_median_s"] = r.reference_seconds;
+    if (!r.reference_gpu_check.empty()) j["reference_gpu_check"] = r.reference_gpu_check;
     j["speedup_vs_reference"] = r.speedup_vs_reference;
     j["achieved_bytes_per_s"] = r.achieved_bytes_per_s;
     j["achieved_flops_per_s"] = r.achieved_flops_per_s;
