@@ -464,7 +464,7 @@ def measure_energy(dev, call, sets, t_call, options, check=None, rng=None):
     counter). With `check(call_index, set_index, outputs)`: ENERGY_CHECKS calls, drawn at random
     by `rng`, have their outputs checked after their chunk's synchronization."""
     e = {"measured": False, "unavailable_reason": "", "joules_per_call": 0.0, "dynamic_joules_per_call": 0.0,
-         "average_watts": 0.0, "idle_watts": 0.0, "window_s": 0.0, "calls": 0, "sm_clock_mhz": 0, "temperature_c": 0}
+         "average_watts": 0.0, "idle_watts": 0.0, "window_s": 0.0, "calls": 0, "checked_calls": 0, "sm_clock_mhz": 0, "temperature_c": 0}
     window = float(options["energy_window_s"])
     if window <= 0:
         e["unavailable_reason"] = "disabled (--no-energy)"
@@ -517,6 +517,7 @@ def measure_energy(dev, call, sets, t_call, options, check=None, rng=None):
         run_guarded(_sync, "the candidate")
         for i, k, out in kept:
             check(i, k, out)
+            e["checked_calls"] += 1
         del kept
         if _perf() - t0 < window:
             continue
@@ -791,6 +792,9 @@ class Evaluation:
             p = self.dev.props
             os.environ["TORCH_CUDA_ARCH_LIST"] = f"{p.major}.{p.minor}"
         py_threads = threading.active_count()
+        # The reference is timed in this process only while no thread runs that was not here
+        # before the candidate loaded (issue 28, item 4).
+        self._threads_before_load = thread_count()
         self._seal = seal.Seal()  # after the harness's own set-up of loader's globals
         try:
             cand = pb.Candidate(self.candidate_path, self.build_dir)
@@ -962,7 +966,14 @@ class Evaluation:
         end("cache_checks")
 
         if opts["time_reference"]:
-            self._time_reference(call_ref, sets)
+            before, now = getattr(self, "_threads_before_load", -1), thread_count()
+            if 0 <= before < now:
+                self.report["reference_note"] = (
+                    f"the reference was not timed in this worker: {now - before} thread(s) more than before the "
+                    f"candidate loaded ({before} -> {now}) could run beside it; it is timed alone in a fresh worker "
+                    "by the judge")
+            else:
+                self._time_reference(call_ref, sets)
             end("reference_timing")
         found = guard.check()
         if found:

@@ -201,11 +201,12 @@ def main(argv):
     watch_orchestrator(None if once else chan.inp.fileno())
     dev = None
     dev_error = None
+    dev_busy = False  # the device exists but is held (exclusive-process mode): the machine's, retried
     torch_version = ""
     prewarm_seconds = None  # reported once, in the next profile reply
 
     def ensure_device():
-        nonlocal dev, dev_error, torch_version
+        nonlocal dev, dev_error, dev_busy, torch_version
         if dev is not None or dev_error is not None:
             return
         try:
@@ -220,6 +221,12 @@ def main(argv):
                          "pip install torch, or point --python / KERNELPRO_PYTHON at an interpreter that has it")
         except Exception as e:
             dev_error = str(e)
+            # cudaErrorDevicesUnavailable, as torch words it
+            dev_busy = "busy or unavailable" in dev_error
+            if dev_busy:
+                dev_error = (f"the GPU is busy ({dev_error.strip()}): another process holds it in exclusive-process "
+                             "compute mode, or its compute mode prohibits new contexts (nvidia-smi -q -d COMPUTE); "
+                             "the evaluation is the machine's and is tried again")
 
     for line in chan.requests():
         try:
@@ -235,7 +242,7 @@ def main(argv):
         if op == "hello":
             ensure_device()
             if dev is None:
-                chan.reply({"ok": False, "error": dev_error, "protocol": PROTOCOL})
+                chan.reply({"ok": False, "error": dev_error, "busy": dev_busy, "protocol": PROTOCOL})
             else:
                 chan.reply({"ok": True, "device": dev.info(), "protocol": PROTOCOL, "torch_version": torch_version})
                 # After the reply, while the orchestrator builds the candidate: set up the stage-1

@@ -232,5 +232,35 @@ TEST_F(JudgeTest, WithoutAGpuTheVerdictIsNotRunAndNoReferenceIsTimed) {
   EXPECT_EQ(judge.stats().reference_timings, 0);
 }
 
+// Issue 28, item 7: a GPU that exists but is busy (exclusive-process mode, held elsewhere) is the
+// machine's failure, tried again on a fresh worker; never not_run for good, never a verdict.
+TEST_F(JudgeTest, ABusyGpuAtTheWorkersStartIsTriedAgainAndOnlyTheRealVerdictIsKept) {
+  setenv("FAKE_BUSY_HELLOS", "1", 1);
+  setenv("FAKE_BUSY_HELLO_COUNT", (dir_->path() / "busy-hellos").c_str(), 1);
+  Judge judge(options(), GpuRetry{2, 0});
+  const fs::path c = candidate("fast.py");
+  auto r = judge.evaluate(problem("relu.py"), c);
+  unsetenv("FAKE_BUSY_HELLOS");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->outcome, eval::Outcome::kOk) << r->reason;
+  EXPECT_EQ(judge.stats().gpu_retries, 1);
+  ASSERT_NE(judge.verdict_of(c), nullptr);
+  EXPECT_EQ(judge.verdict_of(c)->outcome, eval::Outcome::kOk);
+}
+
+TEST_F(JudgeTest, AGpuBusyThroughEveryRetryIsGpuUnavailableNamingIt) {
+  setenv("FAKE_BUSY_HELLOS", "100", 1);
+  setenv("FAKE_BUSY_HELLO_COUNT", (dir_->path() / "busy-hellos").c_str(), 1);
+  Judge judge(options(), GpuRetry{2, 0});
+  const fs::path c = candidate("fast.py");
+  auto r = judge.evaluate(problem("relu.py"), c);
+  unsetenv("FAKE_BUSY_HELLOS");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->outcome, eval::Outcome::kGpuUnavailable);
+  EXPECT_NE(r->reason.find("the GPU is busy"), std::string::npos) << r->reason;
+  EXPECT_EQ(judge.stats().gpu_retries, 2);
+  EXPECT_EQ(judge.verdict_of(c), nullptr) << "the machine's failure is not the candidate's verdict";
+}
+
 }  // namespace
 }  // namespace kp::driver

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "task/native_task_loader.h"
 #include "tests/support/paths.h"
 #include "util/strings.h"
+#include "verdict/worker_plan.h"
 
 namespace kp::eval {
 namespace {
@@ -89,6 +91,7 @@ const std::vector<CheatCase>& cheat_cases() {
        {Outcome::kRejected, Outcome::kIncorrect},
        "background_thread",
        "background thread"},
+      {"cheats/native/load_thread.cu", "gelu", {Outcome::kRejected}, "background_thread", "loading the library started"},
       {"cheats/native/pointer_cache.cu", "gelu", {Outcome::kIncorrect}, "result_cache", "cached by pointer"},
       {"cheats/native/pointer_cache_late.cu",
        "gelu",
@@ -271,6 +274,27 @@ TEST_F(AntiCheatRules, AWorkerThatHostedABackgroundThreadIsReplacedAndTheNextEva
   EvalResult after = AntiCheatGpu::run(*AntiCheatGpu::evaluator_, gelu, testing::examples_dir() / "gelu" / "seed.cu");
   EXPECT_EQ(after.outcome, Outcome::kOk) << after.reason;
   EXPECT_EQ(after.cheat, "");
+}
+
+// Issue 28, item 8: the energy window's calls are checked. The honest seed passes with its
+// kEnergyChecks checked calls; a candidate that stops computing after its first 1000 calls
+// (inside the window on gelu) is rejected.
+TEST_F(AntiCheatRules, TheEnergyWindowsCallsAreChecked) {
+  EvaluatorOptions o = options_in(AntiCheatGpu::scratch_->path(), "worker-energy");
+  o.eval.energy_window_s = 1.0;
+  Evaluator with_energy(o);
+  task::Task gelu = AntiCheatGpu::load(testing::examples_dir() / "gelu");
+  EvalResult honest = AntiCheatGpu::run(with_energy, gelu, testing::examples_dir() / "gelu" / "seed.cu");
+  ASSERT_EQ(honest.outcome, Outcome::kOk) << honest.reason;
+  ASSERT_TRUE(honest.report && honest.report->energy);
+  if (honest.report->energy->measured) EXPECT_EQ(honest.report->energy->checked_calls, kEnergyChecks);
+  else GTEST_SKIP() << "no energy on this machine: " << honest.report->energy->unavailable_reason;
+
+  EvalResult cheat = AntiCheatGpu::run(with_energy, gelu,
+                                       testing::test_data_dir() / "cheats" / "native" / "energy_skip.cu");
+  EXPECT_EQ(cheat.outcome, Outcome::kRejected) << cheat.reason;
+  EXPECT_EQ(cheat.cheat, "batched_calls") << cheat.reason;
+  std::cout << "energy_skip: " << cheat.reason << "\n";
 }
 
 }  // namespace

@@ -147,7 +147,8 @@ Status Evaluator::run_on_worker(const task::Task& task, EvalResult& r, const fs:
   r.worker_start_seconds = since(t1);
   if (!dev.ok()) {
     if (dev.error().code != ErrorCode::kUnavailable) return std::move(dev).error();
-    r.outcome = Outcome::kNotRun;
+    // A busy GPU is the machine's failure for now (the judge retries it); a missing one, for good.
+    r.outcome = worker_.start_was_busy() ? Outcome::kGpuUnavailable : Outcome::kNotRun;
     r.reason = dev.error().message;
     return ok_status();
   }

@@ -92,9 +92,12 @@ Status WorkerClient::await_hello() {
   json hello = json::parse(*line, nullptr, false);
   if (hello.is_discarded() || !hello.is_object())
     return make_error(ErrorCode::kProtocol, "the worker's hello is not JSON: " + *line);
+  start_busy_ = false;
   if (!hello.value("ok", false)) {
     Error e = make_error(ErrorCode::kUnavailable, hello.value("error", std::string("the worker found no GPU")));
-    unavailable_ = e;
+    // A busy GPU may be free at the next try: only a missing one is remembered.
+    start_busy_ = hello.value("busy", false);
+    if (!start_busy_) unavailable_ = e;
     process_->kill();
     drop_process();
     return e;

@@ -136,6 +136,9 @@ class WorkerClient {
   // reference_only, or a profile request). A reference is timed only where none ever was:
   // a candidate's module or threads could otherwise slow it (driver/judge.h).
   bool has_loaded_candidate() const { return candidate_loaded_; }
+  // Whether the last start failed on a busy GPU (exclusive-process mode, held elsewhere): the
+  // machine's failure for now, unlike a machine without a GPU; device() then tries again.
+  bool start_was_busy() const { return start_busy_; }
   // The running worker's pid, or 0.
   int pid() const { return process_ ? process_->pid() : 0; }
 
@@ -169,6 +172,7 @@ class WorkerClient {
   std::optional<DeviceInfo> device_;
   std::optional<Error> unavailable_;  // a start that found no GPU: not retried
   bool hello_pending_ = false;        // spawned by launch(), hello not read yet
+  bool start_busy_ = false;           // the last hello said the GPU is busy
   bool candidate_loaded_ = false;     // the running process was sent a candidate
   int next_id_ = 1;
 };

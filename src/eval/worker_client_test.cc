@@ -217,6 +217,24 @@ TEST_F(WorkerClientTest, StoppingTheWorkerEndsWhatLeftItsGroup) {
   unsetenv("FAKE_CHILD");
 }
 
+TEST_F(WorkerClientTest, ABusyGpuIsNotRememberedAsAMissingOne) {
+  WorkerClient w = client("busy");
+  auto first = w.device();
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(first.error().message.find("busy"), std::string::npos) << first.error().message;
+  EXPECT_TRUE(w.start_was_busy());
+  auto second = w.device();  // tried again: the GPU may be free by now
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(starts(), 2);
+
+  WorkerClient none = client("no_gpu");
+  ASSERT_FALSE(none.device().ok());
+  EXPECT_FALSE(none.start_was_busy());
+  ASSERT_FALSE(none.device().ok());
+  EXPECT_EQ(starts(), 3) << "a machine without a GPU is asked once";
+}
+
 TEST_F(WorkerClientTest, GarbageReplyIsACrashNamingTheProtocol) {
   WorkerClient w = client("garbage");
   auto ev = w.evaluate(one_output_task(), "/r.so", "/c.so", fast());

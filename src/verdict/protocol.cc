@@ -220,6 +220,7 @@ json to_json(const WorkerReport& r) {
             {"reference_seconds", r.reference_seconds}, {"seed", r.seed}, {"phase_seconds", r.phase_seconds}};
   for (const auto& c : r.checks) j["checks"].push_back(to_json(c));
   j["cheat"] = r.cheat;
+  if (!r.reference_note.empty()) j["reference_note"] = r.reference_note;
   j["physics_floor_s"] = r.physics_floor_s;
   j["physics_floor_basis"] = r.physics_floor_basis;
   j["io_bytes"] = r.io_bytes;
@@ -236,6 +237,7 @@ json to_json(const WorkerReport& r) {
                    {"idle_watts", e.idle_watts},
                    {"window_s", e.window_s},
                    {"calls", e.calls},
+                   {"checked_calls", e.checked_calls},
                    {"sm_clock_mhz", e.sm_clock_mhz},
                    {"temperature_c", e.temperature_c}};
   }
@@ -255,6 +257,7 @@ Result<WorkerReport> worker_report_from_json(const json& j) {
     r.mutated_input = j.value("mutated_input", "");
     r.reference_failed = j.value("reference_failed", false);
     r.reference_seconds = j.value("reference_seconds", 0.0);
+    r.reference_note = j.value("reference_note", "");
     r.seed = j.value("seed", uint64_t{0});
     r.phase_seconds = j.value("phase_seconds", std::map<std::string, double>{});
     r.cheat = j.value("cheat", "");
@@ -275,6 +278,7 @@ Result<WorkerReport> worker_report_from_json(const json& j) {
       er.idle_watts = e.value("idle_watts", 0.0);
       er.window_s = e.value("window_s", 0.0);
       er.calls = e.value("calls", int64_t{0});
+      er.checked_calls = e.value("checked_calls", 0);
       er.sm_clock_mhz = e.value("sm_clock_mhz", 0u);
       er.temperature_c = e.value("temperature_c", 0u);
       r.energy = er;

@@ -103,6 +103,7 @@ struct EnergyReport {
   double idle_watts = 0;
   double window_s = 0;
   int64_t calls = 0;
+  int checked_calls = 0;           // calls whose outputs were checked (kEnergyChecks expected)
   unsigned sm_clock_mhz = 0;       // read at the end of the window
   unsigned temperature_c = 0;
 };
@@ -119,6 +120,7 @@ struct WorkerReport {
   std::optional<TimingReport> timing;    // present when outcome is ok (or rejected after timing)
   std::optional<EnergyReport> energy;
   double reference_seconds = 0;          // median time of the reference, same method
+  std::string reference_note;            // why the worker did not time the reference it was asked to
   // The reference's timing, when this worker timed it (EvalOptions::time_reference or
   // reference_only).
   std::optional<TimingReport> reference_timing;

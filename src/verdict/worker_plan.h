@@ -45,6 +45,11 @@ bool faster_on_right_outputs(double unpoisoned_s, double poisoned_s);
 // work on a share s of calls is caught with probability 1 - (1 - kTimedCheckShare)^(s x calls).
 inline constexpr double kTimedCheckShare = 0.5;
 
+// Energy-window calls whose outputs are checked, at random (ENERGY_CHECKS in the KernelBench
+// worker): enough that a candidate cannot skip its work while its energy is measured, few enough
+// that the checks' own GPU work stays a small part of the measured joules.
+inline constexpr int kEnergyChecks = 3;
+
 // Calls launched back to back between synchronizations in the energy window: about 20 ms of
 // work, at least one.
 int64_t energy_chunk_calls(double t_call_s);

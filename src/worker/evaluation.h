@@ -209,6 +209,9 @@ struct NativeEvaluator::Impl {
   // The worker must not serve another evaluation although its context works: the candidate left
   // threads running that may still launch work into buffers of this evaluation.
   bool retire = false;
+  // Threads of the process before the candidate's library was loaded (-1: not counted): the
+  // reference is timed in this process only while no thread more runs (issue 28, item 4).
+  int threads_before_load = -1;
 
   // Per-evaluation state, reset at the start and the end of each request.
   void begin_evaluation(const task::Task& t, const eval::EvalOptions& o, uint64_t s);
@@ -330,9 +333,12 @@ struct NativeEvaluator::Impl {
   MaybeStop check_physics_floor(const eval::TimingReport* timing, eval::WorkerReport* report);
 
   // Energy of back-to-back calls over at least energy_window_s, between two ticks of NVML's
-  // total-energy counter.
-  eval::EnergyReport measure_energy(const CandidateLibrary& lib, DeviceBuffer& workspace, double t_call,
-                                    MaybeStop* stop);
+  // total-energy counter. kEnergyChecks of the window's calls, drawn where the candidate cannot
+  // see, start from poisoned outputs and are compared right after (against the reference `ref`
+  // ran on every set's current inputs before the window): a candidate that skips its work while
+  // its energy is measured is rejected (batched_calls) through *stop.
+  eval::EnergyReport measure_energy(const CandidateLibrary& lib, const CandidateLibrary& ref, DeviceBuffer& workspace,
+                                    double t_call, eval::WorkerReport* report, MaybeStop* stop);
 
   // The input sets, the reference's output buffers and the workspaces (the candidate's when
   // given), as many sets as fit in a quarter of free memory.

@@ -10,6 +10,7 @@ void NativeEvaluator::Impl::begin_evaluation(const task::Task& t, const eval::Ev
   seed = s;
   poisoned = false;
   retire = false;
+  threads_before_load = -1;
   scalars.clear();
   end_evaluation();
 }

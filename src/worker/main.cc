@@ -74,7 +74,10 @@ double measure_copy_bandwidth() {
   return ok ? best : 0;
 }
 
-kp::Result<kp::eval::DeviceInfo> open_device() {
+// `busy` is set when the device exists but cannot be used now (another process holds it in
+// exclusive-process compute mode, or the mode prohibits compute): the machine's failure, for the
+// judge to retry (Outcome::kGpuUnavailable), where a missing device is for good (not_run).
+kp::Result<kp::eval::DeviceInfo> open_device(bool* busy) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
@@ -87,6 +90,16 @@ kp::Result<kp::eval::DeviceInfo> open_device() {
   if ((e = cudaGetDeviceProperties(&p, 0)) != cudaSuccess)
     return kp::make_error(kp::ErrorCode::kUnavailable, fmt::format("cudaGetDeviceProperties: {}", cudaGetErrorString(e)));
   cudaSetDevice(0);
+  if ((e = cudaFree(nullptr)) != cudaSuccess) {  // creates the context: where a busy device says so
+    *busy = e == cudaErrorDevicesUnavailable;
+    return kp::make_error(
+        kp::ErrorCode::kUnavailable,
+        *busy ? fmt::format("the GPU is busy ({}): another process holds it in exclusive-process compute mode, or "
+                            "its compute mode prohibits new contexts (nvidia-smi -q -d COMPUTE); the evaluation is "
+                            "the machine's and is tried again",
+                            cudaGetErrorString(e))
+              : fmt::format("creating a CUDA context: {}", cudaGetErrorString(e)));
+  }
   kp::eval::DeviceInfo d;
   d.name = p.name;
   d.cc_major = p.major;
@@ -111,6 +124,7 @@ struct Worker {
   std::unique_ptr<kp::worker::NativeEvaluator> evaluator;
   kp::eval::DeviceInfo device;
   std::string device_error;
+  bool device_busy = false;
   bool device_opened = false;
   // A hello's "prewarm_profiler" ({"metrics":[..],"rangeprof_library":path}): run after the
   // hello's reply is written, before the next request is read, so that it overlaps what the
@@ -148,7 +162,7 @@ struct Worker {
   void ensure_device() {
     if (device_opened) return;
     device_opened = true;
-    auto d = open_device();
+    auto d = open_device(&device_busy);
     if (!d.ok()) {
       device_error = d.error().message;
       return;
@@ -174,7 +188,8 @@ struct Worker {
     if (op == "hello") {
       ensure_device();
       if (auto p = req.find("prewarm_profiler"); p != req.end() && p->is_object()) pending_prewarm = *p;
-      if (!evaluator) return {{"ok", false}, {"error", device_error}, {"protocol", kp::eval::kProtocolVersion}};
+      if (!evaluator)
+        return {{"ok", false}, {"error", device_error}, {"busy", device_busy}, {"protocol", kp::eval::kProtocolVersion}};
       return {{"ok", true}, {"device", kp::eval::to_json(device)}, {"protocol", kp::eval::kProtocolVersion}};
     }
     // [worker ops: each block below answers one op]

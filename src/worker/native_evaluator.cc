@@ -41,7 +41,17 @@ MaybeStop NativeEvaluator::Impl::run(const CandidateLibrary& ref, const Candidat
   KP_STOP_IF(check_physics_floor(&cand_timing, report));
   report->timing = cand_timing;
   end_phase("timing", options->time_reference ? "reference_timing" : "energy");
-  if (options->time_reference) {
+  // Timed in this process only with no thread more than before the candidate loaded: one its
+  // first call started (where the CUDA runtime's own may start) could slow the reference alone.
+  const int threads_now = count_threads();
+  const bool beside_threads = threads_before_load >= 0 && threads_now > threads_before_load;
+  if (options->time_reference && beside_threads)
+    report->reference_note = fmt::format(
+        "the reference was not timed in this worker: {} thread{} more than before the candidate loaded ({} -> {}) "
+        "could run beside it; it is timed alone in a fresh worker by the judge",
+        threads_now - threads_before_load, threads_now - threads_before_load == 1 ? "" : "s", threads_before_load,
+        threads_now);
+  if (options->time_reference && !beside_threads) {
     eval::TimingReport ref_timing;
     KP_STOP_IF(time_library(ref, ref_workspace, Role::kReference, &ref_timing, report));
     report->reference_seconds = eval::summarize(ref_timing.samples_s).median;
@@ -50,7 +60,7 @@ MaybeStop NativeEvaluator::Impl::run(const CandidateLibrary& ref, const Candidat
   }
 
   MaybeStop stop;
-  report->energy = measure_energy(cand, cand_workspace, eval::summarize(cand_timing.samples_s).median, &stop);
+  report->energy = measure_energy(cand, ref, cand_workspace, eval::summarize(cand_timing.samples_s).median, report, &stop);
   end_phase("energy", nullptr);
   return stop;
 }
@@ -220,9 +230,21 @@ eval::WorkerReport NativeEvaluator::evaluate(const task::Task& task, const std::
     if (MaybeStop s = m.run_reference_only(**ref, &report)) return finish(s->outcome, s->reason, s->cheat);
     return finish(Outcome::kOk, "");
   }
+  // A thread the library starts as it loads (a constructor) can idle through the candidate's
+  // calls and run only while the reference is timed beside them: a kernel library starts none.
+  m.threads_before_load = count_threads();
   auto cand = CandidateLibrary::open(cand_path);
   if (!cand.ok()) return finish(Outcome::kLoadError, cand.error().message);
   report.phase_seconds["load"] = seconds_since(load_start);
+  if (const int after = count_threads(); m.threads_before_load >= 0 && after > m.threads_before_load) {
+    m.retire = true;  // those threads live on in this process
+    return finish(Outcome::kRejected,
+                  fmt::format("loading the library started {} thread{} ({} -> {}): a kernel library starts nothing "
+                              "when it is loaded; work must run inside kp_run, on args->stream",
+                              after - m.threads_before_load, after - m.threads_before_load == 1 ? "" : "s",
+                              m.threads_before_load, after),
+                  "background_thread");
+  }
 
   if (MaybeStop s = m.ensure_resources()) return finish(s->outcome, s->reason);
   // Every evaluation starts with no persisting L2, so that what a candidate sets is its own.

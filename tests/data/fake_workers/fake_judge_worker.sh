@@ -6,12 +6,22 @@
 # takes 4 ms a call, the candidate 2 ms (when its path holds "fast") or 8 ms. With
 # $FAKE_BUSY_EVALS=N and $FAKE_BUSY_COUNT a file, the first N candidate evaluations (over every
 # worker started) answer gpu_unavailable, as when another process holds the GPU's memory, and
-# the worker exits after the reply, as the real one does.
+# the worker exits after the reply, as the real one does. With $FAKE_BUSY_HELLOS=N and
+# $FAKE_BUSY_HELLO_COUNT a file, the first N workers answer their hello as a busy GPU does
+# (exclusive-process mode held by another process) and exit.
 log() { [ -n "${FAKE_REQUESTS:-}" ] && echo "$$ $1 $2" >> "$FAKE_REQUESTS"; }
 while read -r line <&3; do
   case "$line" in
     *'"op":"hello"'*)
       log hello -
+      if [ -n "${FAKE_BUSY_HELLOS:-}" ]; then
+        n=$(cat "$FAKE_BUSY_HELLO_COUNT" 2>/dev/null || echo 0)
+        if [ "$n" -lt "$FAKE_BUSY_HELLOS" ]; then
+          echo $((n + 1)) > "$FAKE_BUSY_HELLO_COUNT"
+          echo '{"ok":false,"busy":true,"error":"the GPU is busy (CUDA-capable device(s) is/are busy or unavailable): another process holds it in exclusive-process compute mode","protocol":1}' >&4
+          exit 0
+        fi
+      fi
       echo '{"ok":true,"device":{"name":"Fake GPU","cc_major":9,"cc_minor":0,"sm_count":132,"pci_bus_id":"00000000:01:00.0"},"protocol":1}' >&4 ;;
     *'"op":"shutdown"'*) log shutdown -; exit 0 ;;
     *'"op":"profile"'*)

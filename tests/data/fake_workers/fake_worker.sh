@@ -4,6 +4,7 @@
 # handling of crashes, hangs and protocol breaches is tested on a CPU.
 #   ok        hello, then an "ok" report for every eval
 #   no_gpu    hello answers {"ok":false} like a machine without a GPU
+#   busy      hello answers {"ok":false,"busy":true} like a GPU held in exclusive-process mode
 #   segv      hello, then dies by SIGSEGV on the first eval
 #   hang      hello, then never answers an eval (after naming its phase, "timing", in the file
 #             kernelpro names in $KP_PHASE_FILE, as both workers do)
@@ -30,6 +31,8 @@ while read -r line <&3; do
       fi
       if [ "$FAKE_MODE" = no_gpu ]; then
         echo '{"ok":false,"error":"no CUDA device: fake machine without a GPU"}' >&4
+      elif [ "$FAKE_MODE" = busy ]; then
+        echo '{"ok":false,"busy":true,"error":"the GPU is busy: fake exclusive-process GPU"}' >&4
       else
         echo '{"ok":true,"device":{"name":"Fake GPU","cc_major":9,"cc_minor":0,"sm_count":132},"protocol":1}' >&4
       fi ;;
