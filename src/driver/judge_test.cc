@@ -262,5 +262,55 @@ TEST_F(JudgeTest, AGpuBusyThroughEveryRetryIsGpuUnavailableNamingIt) {
   EXPECT_EQ(judge.verdict_of(c), nullptr) << "the machine's failure is not the candidate's verdict";
 }
 
+// Issue 28, item 4: a reference timed while another process ran GPU work is not kept; the
+// evaluation is the machine's gpu_unavailable, and the retry times the reference again. (NVML's
+// check itself runs on the GPU: src/eval/evaluator_gpu_test.cc; here it is replaced.)
+TEST_F(JudgeTest, AReferenceTimedBesideForeignWorkIsDroppedAndTimedAgain) {
+  eval::EvaluatorOptions o = options();
+  int checks = 0;
+  o.foreign_work_check = [&checks](int worker_pid) {
+    EXPECT_GT(worker_pid, 0);
+    eval::ForeignWork f;
+    f.checked = true;
+    f.busy = checks++ == 0;
+    f.note = f.busy ? "another process ran work on the GPU while the reference was timed: pid 4242"
+                    : "no other process held the GPU";
+    return f;
+  };
+  Judge judge(o, GpuRetry{2, 0});
+  const task::Task t = problem("relu.py");
+  const fs::path c = candidate("fast.py");
+  auto r = judge.evaluate(t, c);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->outcome, eval::Outcome::kOk) << r->reason;
+  EXPECT_EQ(r->reference_gpu_check, "no other process held the GPU");
+  EXPECT_EQ(judge.stats().busy_references, 1);
+  EXPECT_EQ(judge.stats().reference_timings, 2);
+  EXPECT_EQ(judge.stats().gpu_retries, 1);
+  ASSERT_NE(judge.reference_of(t), nullptr);
+  EXPECT_TRUE(judge.reference_of(t)->machine_busy.empty());
+  EXPECT_EQ(count(requests(), "eval"), 1) << "no candidate ran against the untrusted time";
+}
+
+TEST_F(JudgeTest, ForeignWorkThroughEveryRetryIsGpuUnavailableAndKeepsNothing) {
+  eval::EvaluatorOptions o = options();
+  o.foreign_work_check = [](int) {
+    eval::ForeignWork f;
+    f.checked = f.busy = true;
+    f.note = "another process ran work on the GPU while the reference was timed: pid 4242";
+    return f;
+  };
+  Judge judge(o, GpuRetry{2, 0});
+  const task::Task t = problem("relu.py");
+  const fs::path c = candidate("fast.py");
+  auto r = judge.evaluate(t, c);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->outcome, eval::Outcome::kGpuUnavailable);
+  EXPECT_NE(r->reason.find("pid 4242"), std::string::npos) << r->reason;
+  EXPECT_EQ(judge.reference_of(t), nullptr);
+  EXPECT_EQ(judge.verdict_of(c), nullptr);
+  EXPECT_EQ(count(requests(), "eval"), 0);
+}
+
 }  // namespace
 }  // namespace kp::driver

@@ -231,7 +231,7 @@ Result<ReferenceTiming> Evaluator::time_reference(const task::Task& task) {
   auto t0 = Clock::now();
   // Who holds the GPU before the request goes out, for the foreign-work check after it.
   KP_TRY(DeviceInfo device, worker->device());
-  GpuWatch* watch = gpu_watch(device.pci_bus_id);
+  GpuWatch* watch = options_.foreign_work_check ? nullptr : gpu_watch(device.pci_bus_id);
   std::vector<GpuProcess> census_before;
   if (watch)
     if (auto c = watch->compute_processes(); c.ok()) census_before = std::move(*c);
@@ -245,8 +245,9 @@ Result<ReferenceTiming> Evaluator::time_reference(const task::Task& task) {
   t.own_worker = own != nullptr;
   // The worker sits idle now and still holds its context: the census sees it as ours.
   auto t1 = Clock::now();
-  if (watch && ev.report.outcome == Outcome::kOk) {
-    ForeignWork fw = check_foreign_work(*watch, worker->pid(), census_before, window_from);
+  if ((watch || options_.foreign_work_check) && ev.report.outcome == Outcome::kOk) {
+    ForeignWork fw = options_.foreign_work_check ? options_.foreign_work_check(worker->pid())
+                                                 : check_foreign_work(*watch, worker->pid(), census_before, window_from);
     t.gpu_check = fw.note;
     if (fw.busy) t.machine_busy = fw.note + "; the reference's time would be inflated, so the evaluation waits and is retried";
   } else if (!watch) {

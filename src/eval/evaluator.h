@@ -77,6 +77,9 @@ struct EvaluatorOptions {
   build::BuildOptions build;
   EvalOptions eval;
   WorkerOptions worker;
+  // Replaces NVML's foreign-work check after a reference timing (check_foreign_work), given the
+  // worker's pid: for tests on machines where NVML cannot run. Unset: NVML.
+  std::function<ForeignWork(int worker_pid)> foreign_work_check;
 };
 
 class Evaluator {
