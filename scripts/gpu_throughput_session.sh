@@ -39,7 +39,7 @@ run() {
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv
   python3 -c 'import torch; print("torch", torch.__version__)'
-  git log -1 --format='tree at %h %s' 2>/dev/null
+  echo "binaries built at $(cat gpu-carry/COMMIT 2>/dev/null || echo 'an unrecorded commit')"
 } > "$R/machine.txt" 2>&1
 cat "$R/machine.txt"
 for step in ${STEPS:-throughput agree ctest python}; do

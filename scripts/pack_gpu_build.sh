@@ -17,6 +17,8 @@ find gpu-carry -type f -perm -u+x | while read -r f; do
 done
 mkdir -p gpu-carry/lib
 for lib in $(ldd "$BUILD"/tests/kp_e2e_tests 2>/dev/null | awk '/httplib/ {print $3}'); do cp -L "$lib" gpu-carry/lib/; done
+# What the binaries were built from, for the results' READMEs (a dirty tree is marked so).
+echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src python include CMakeLists.txt || echo '+uncommitted')" > gpu-carry/COMMIT
 du -sh gpu-carry
 # SLIM=1: without the benchmarks and the unit and toolchain tests, which need no GPU (room for
 # the rest within the device tool's 64 MiB).
@@ -38,4 +40,6 @@ if [ "${CUTLASS:-0}" = 1 ]; then
     while read -r f; do rel=${f#"$root"/}; mkdir -p "gpu-carry/cutlass/$(dirname "$rel")"; cp "$f" "gpu-carry/cutlass/$rel"; done
   cp "$root/include/cutlass/version.h" gpu-carry/cutlass/include/cutlass/
 fi
+# What the binaries were built from, for the results' READMEs (a dirty tree is marked so).
+echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src python include CMakeLists.txt || echo '+uncommitted')" > gpu-carry/COMMIT
 du -sh gpu-carry
