@@ -66,6 +66,14 @@ Result<eval::EvalResult> Judge::evaluate(const task::Task& task, const fs::path&
     }
     if (failed_references_.count(key)) return nullptr;
     auto timed = evaluator_->time_reference(task);
+    if (!timed.ok() && timed.error().code == ErrorCode::kUnavailable) {
+      // The GPU was there a moment ago (the evaluation asks only then): busy or gone now. The
+      // machine's failure, like foreign work: not remembered as a reference that cannot be timed.
+      ++stats_.busy_references;
+      busy_reference_ = eval::ReferenceTiming{};
+      busy_reference_->machine_busy = "timing the reference alone: " + timed.error().message;
+      return &*busy_reference_;
+    }
     if (!timed.ok()) {
       // The task's reference at fault ends the evaluation; a crash or hang of the reference
       // alone lets the evaluation time it itself, as before.

@@ -312,5 +312,24 @@ TEST_F(JudgeTest, ForeignWorkThroughEveryRetryIsGpuUnavailableAndKeepsNothing) {
   EXPECT_EQ(count(requests(), "eval"), 0);
 }
 
+// A GPU that turns busy just when the reference is to be timed (its worker's start) is the
+// machine's failure too: retried, and the reference timed alone once the GPU is free, never
+// left to the candidate's worker for the rest of the run.
+TEST_F(JudgeTest, ABusyGpuWhenTheReferenceIsTimedIsRetriedNotGivenUp) {
+  Judge judge(options(), GpuRetry{2, 0});
+  ASSERT_TRUE(judge.evaluate(problem("relu.py"), candidate("fast.py")).ok());
+  setenv("FAKE_BUSY_HELLOS", "1", 1);  // the next worker to start: the second problem's reference's
+  setenv("FAKE_BUSY_HELLO_COUNT", (dir_->path() / "busy-hellos").c_str(), 1);
+  const task::Task t = problem("softmax.py");
+  auto r = judge.evaluate(t, candidate("fast_b.py"));
+  unsetenv("FAKE_BUSY_HELLOS");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->outcome, eval::Outcome::kOk) << r->reason;
+  EXPECT_EQ(judge.stats().busy_references, 1);
+  EXPECT_EQ(judge.stats().gpu_retries, 1);
+  ASSERT_NE(judge.reference_of(t), nullptr);
+  EXPECT_EQ(count(requests(), "eval-timing-reference"), 0) << "the reference was left to a candidate's worker";
+}
+
 }  // namespace
 }  // namespace kp::driver
