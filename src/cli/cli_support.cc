@@ -298,6 +298,10 @@ Result<std::unique_ptr<LoopJudges>> loop_judges(const std::string& task_path, bo
   auto out = std::make_unique<LoopJudges>();
   KP_TRY(out->profile, profile_setup(pf, common, "optimize"));
   out->feedback = feedback;
+  // Every tool's metrics ride with stage 1: one warm session, one collection per candidate.
+  if (feedback) {
+    KP_TRY(out->profile->options.ahead_metrics, driver::every_tool_metric(analysis::default_rule_dirs()));
+  }
   const driver::ProfileSessionOptions& po = out->profile->options;
   out->judge = std::make_unique<driver::Judge>(feedback ? driver::evaluator_options_for_profile(po) : po.evaluator);
   return out;

@@ -8,6 +8,7 @@
 
 #include "analysis/evidence_json.h"
 #include "analysis/rule_tool.h"
+#include "profile/metric_lists.h"
 
 namespace kp::driver {
 
@@ -69,6 +70,11 @@ Result<nlohmann::json> list_tools(const std::vector<fs::path>& rule_dirs) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto* t : registry.all()) out.push_back(analysis::to_json(t->spec()));
   return out;
+}
+
+Result<std::vector<std::string>> every_tool_metric(const std::vector<fs::path>& rule_dirs) {
+  KP_TRY(analysis::ToolRegistry registry, make_registry(rule_dirs));
+  return analysis::metrics_for(registry.all(), profile::stage1_metrics());
 }
 
 std::string raw_metrics_text(const AnalyzePage& page) {

@@ -57,6 +57,11 @@ Result<AnalyzePage> run_analyze(const task::Task& task, const std::filesystem::p
 // [{"name","title","about","classes","metrics","needs_sass","needs_trace"}, ...] in name order.
 Result<nlohmann::json> list_tools(const std::vector<std::filesystem::path>& rule_dirs);
 
+// The stage-2 metrics of every tool the registry would hold, less the stage-1 list: what the
+// model loop collects ahead with stage 1 (ProfileSessionOptions::ahead_metrics). Errors as
+// list_tools.
+Result<std::vector<std::string>> every_tool_metric(const std::vector<std::filesystem::path>& rule_dirs);
+
 // The evidence the tools read, from a profile page and its task. The ideal bytes are the task's
 // [cost], else (a KernelBench problem) the compulsory traffic its worker counted.
 analysis::Evidence evidence_of(const task::Task& task, const ProfilePage& page);

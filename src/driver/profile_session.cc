@@ -114,13 +114,19 @@ std::string counters_explain_call(const profile::KernelProfile& counters, double
   return fmt::format("the call is one kernel, {:.0f}% of its median time, and the counters have it", 100.0 * std::min(part, 1.0));
 }
 
+std::vector<std::string> stage1_request(const ProfileSessionOptions& options, bool with_ahead) {
+  std::vector<std::string> metrics = profile::merge_metric_lists(
+      options.stage1_override.empty() ? profile::stage1_metrics() : options.stage1_override, options.extra_metrics);
+  if (with_ahead) metrics = profile::merge_metric_lists(metrics, options.ahead_metrics);
+  return metrics;
+}
+
 eval::EvaluatorOptions evaluator_options_for_profile(const ProfileSessionOptions& options) {
   eval::EvaluatorOptions evaluator_options = options.evaluator;
   // The worker (kp-worker or the KernelBench worker) sets up the stage-1 session while the
   // candidate builds (eval/worker_client.h).
   if (options.collector == profile::Collector::kCupti && options.profiler.replay != "kernel") {
-    evaluator_options.worker.prewarm_metrics = profile::merge_metric_lists(
-        options.stage1_override.empty() ? profile::stage1_metrics() : options.stage1_override, options.extra_metrics);
+    evaluator_options.worker.prewarm_metrics = stage1_request(options);
     evaluator_options.worker.rangeprof_library = options.profiler.rangeprof_library;
   }
   return evaluator_options;
@@ -132,8 +138,7 @@ Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidat
     if (progress) progress(s);
   };
   ProfilePage page;
-  const std::vector<std::string> metrics = profile::merge_metric_lists(
-      options.stage1_override.empty() ? profile::stage1_metrics() : options.stage1_override, options.extra_metrics);
+  const std::vector<std::string> metrics = stage1_request(options);
   std::unique_ptr<eval::Evaluator> own;
   if (!on.evaluator) own = std::make_unique<eval::Evaluator>(evaluator_options_for_profile(options));
   eval::Evaluator& evaluator = on.evaluator ? *on.evaluator : *own;
@@ -192,9 +197,20 @@ Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidat
   profile::ProfileTarget target = target_of(task, page.eval, options);
 
   // Kernel level.
-  say(fmt::format("stage 1: {} counters ({})", metrics.size(), profile::to_string(options.collector)));
+  if (options.ahead_metrics.empty())
+    say(fmt::format("stage 1: {} counters ({})", metrics.size(), profile::to_string(options.collector)));
+  else
+    say(fmt::format("stage 1: {} counters with every analysis tool's, in one collection ({})", metrics.size(),
+                    profile::to_string(options.collector)));
   t0 = Clock::now();
   auto counters = profiler.counters(target, metrics, options.collector);
+  if (!counters.ok() && !options.ahead_metrics.empty()) {
+    // The longer list is an optimisation: stage 1 alone, and stage 2 collects what it needs.
+    page.notes.push_back(fmt::format("counters: the {} metrics of stage 1 and every tool in one collection failed ({}); "
+                                     "stage 1 was collected alone",
+                                     metrics.size(), counters.error().message));
+    counters = profiler.counters(target, stage1_request(options, false), options.collector);
+  }
   page.seconds["counters"] = since(t0);
   if (!counters.ok()) return counters.error();
   page.counters = std::move(*counters);

@@ -37,6 +37,14 @@ struct ProfileSessionOptions {
   int stage = 1;
   std::vector<std::string> families;
   std::vector<std::string> extra_metrics;  // added to stage 1 (--metrics)
+  // Collected with stage 1 in the same collection, so that stage 2 finds its metrics there and
+  // collects nothing more. The model loop passes every analysis tool's metrics: one Range
+  // Profiler session with one metric list serves every candidate of the run, kept warm on the
+  // worker, where stage 1 and a stage 2 chosen per candidate made and dropped a session each
+  // (bench/results/h100-2026-12-06-evening: 1.9 s of counters a candidate). On GH100 the 25
+  // stage-1 metrics take 15 passes and the 58 with every tool's 19. When the chip refuses the
+  // longer list, stage 1 is collected alone and stage 2 as usual (a note says so).
+  std::vector<std::string> ahead_metrics;
   // Replaces the stage-1 list when not empty (--stage1-metrics FILE): for measuring what a
   // metric costs in counter passes. The class needs the default list's metrics; without them
   // the roofline reports what it could not place.
@@ -78,6 +86,10 @@ struct ProfileOn {
 Result<ProfilePage> run_profile(const task::Task& task, const std::filesystem::path& candidate,
                                 const std::filesystem::path& library_source, const ProfileSessionOptions& options,
                                 const ProgressFn& progress = {}, const ProfileOn& on = {});
+
+// The metrics of the first collection: stage 1 (or its override), --metrics, and with_ahead the
+// ahead_metrics, in that order without repeats. The worker's prewarmed session is made for it.
+std::vector<std::string> stage1_request(const ProfileSessionOptions& options, bool with_ahead = true);
 
 // The worker options a profile wants from the evaluator it runs on: the stage-1 Range Profiler
 // session prewarmed while the candidate builds (collector cupti, replay not "kernel"). An

@@ -2,8 +2,9 @@
 # A stand-in worker for the judge's tests (src/driver/judge_test.cc): speaks the protocol (fd 3
 # in, fd 4 out) and appends one line per request to $FAKE_REQUESTS, "PID OP KIND", KIND being
 # "reference" for a reference-only eval, "eval-timing-reference" for an eval that times the
-# reference itself, "eval" for one that does not, and "-" for other ops. A reference alone
-# takes 4 ms a call, the candidate 2 ms (when its path holds "fast") or 8 ms. With
+# reference itself, "eval" for one that does not, the number of metrics for a profile, and "-"
+# for other ops. A reference alone takes 4 ms a call, the candidate 2 ms (when its path holds
+# "fast") or 8 ms. With
 # $FAKE_BUSY_EVALS=N and $FAKE_BUSY_COUNT a file, the first N candidate evaluations (over every
 # worker started) answer gpu_unavailable, as when another process holds the GPU's memory, and
 # the worker exits after the reply, as the real one does. With $FAKE_BUSY_HELLOS=N and
@@ -25,7 +26,13 @@ while read -r line <&3; do
       echo '{"ok":true,"device":{"name":"Fake GPU","cc_major":9,"cc_minor":0,"sm_count":132,"pci_bus_id":"00000000:01:00.0"},"protocol":1}' >&4 ;;
     *'"op":"shutdown"'*) log shutdown -; exit 0 ;;
     *'"op":"profile"'*)
-      log profile -
+      # KIND is the number of metrics asked for; past $FAKE_PROFILE_MAX_METRICS the chip refuses.
+      n=$(printf '%s' "$line" | grep -o '"metrics":\[[^]]*\]' | grep -o '"[a-z0-9_.]*__[^"]*"' | wc -l)
+      log profile "$n"
+      if [ -n "${FAKE_PROFILE_MAX_METRICS:-}" ] && [ "$n" -gt "$FAKE_PROFILE_MAX_METRICS" ]; then
+        echo '{"ok":false,"id":1,"error":"chip GH100 rejects x__y.sum (unknown name)"}' >&4
+        continue
+      fi
       echo '{"ok":true,"id":1,"exiting":false,"profile":{"outcome":"ok","mode":"cupti","calls":1,"range_profile":{"passes":1,"ranges":[{"name":"k","values":{"gpu__time_duration.sum":2000000}}],"dropped":0,"replay":"user"}}}' >&4 ;;
     *'"reference_only":true'*)
       log eval reference
