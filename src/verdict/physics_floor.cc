@@ -80,6 +80,10 @@ double peak_flops_per_s(const DeviceInfo& d, PrecisionClass c) {
          flops_per_clock_per_sm(d.cc_major, d.cc_minor, c);
 }
 
+double sm_path_bytes_per_s(const DeviceInfo& d) {
+  return static_cast<double>(d.sm_count) * static_cast<double>(d.sm_clock_khz) * 1e3 * kSmPathBytesPerClock;
+}
+
 PhysicsFloor physics_floor(const task::Task& task, const DeviceInfo& device, TimingMethod method, double margin) {
   PhysicsFloor f;
   if (!(margin > 0)) margin = 1.0;
@@ -93,14 +97,23 @@ PhysicsFloor physics_floor(const task::Task& task, const DeviceInfo& device, Tim
   } else if (bytes <= 0) {
     notes.push_back("bytes term not applied: the task moves no bytes");
   } else if (method == TimingMethod::kGraphReplay) {
-    // Nothing flushes the L2 between replayed calls: at most l2_bytes can come from it.
-    const double l2 = static_cast<double>(std::max<int64_t>(device.l2_bytes, 0));
-    if (bytes <= l2) {
-      notes.push_back("bytes term not applied: the working set fits in L2 and graph replay does not flush it");
-    } else {
-      bytes_s = (bytes - l2) / (device.dram_bytes_per_s * margin);
+    // Nothing flushes the L2 between replayed calls: up to l2_bytes may come from it, at no more
+    // than the SMs' own data path takes in; the rest from DRAM.
+    const double l2 = std::min(bytes, static_cast<double>(std::max<int64_t>(device.l2_bytes, 0)));
+    const double sm_path = sm_path_bytes_per_s(device);
+    const double dram_part = (bytes - l2) / (device.dram_bytes_per_s * margin);
+    if (l2 > 0 && sm_path > 0) {
+      bytes_s = dram_part + l2 / (sm_path * margin);
+      bytes_term = fmt::format("({:.3g} B - {:.3g} B of L2) / ({:.3g} B/s x {:g}) + {:.3g} B / ({:.3g} B/s SM data "
+                               "path x {:g})",
+                               bytes, l2, device.dram_bytes_per_s, margin, l2, sm_path, margin);
+    } else if (bytes > l2) {
+      bytes_s = dram_part;
       bytes_term =
           fmt::format("({:.3g} B - {:.3g} B of L2) / ({:.3g} B/s x {:g})", bytes, l2, device.dram_bytes_per_s, margin);
+    } else {
+      notes.push_back("bytes term not applied: the working set fits in L2, graph replay does not flush it, and the "
+                      "SMs' data path is unknown (no SM count or clock)");
     }
   } else {
     bytes_s = bytes / (device.dram_bytes_per_s * margin);

@@ -46,6 +46,14 @@ double flops_per_clock_per_sm(int cc_major, int cc_minor, PrecisionClass c);
 // The clock is the peak SM clock (cudaDevAttrClockRate), so the figure is an upper bound.
 double peak_flops_per_s(const DeviceInfo& device, PrecisionClass c);
 
+// The most bytes an SM's load and store path moves per clock, reads and writes together: 128,
+// the width of its L1 data path (32 lanes of 4 bytes). No kernel moves data between the L2 and
+// the SMs faster than sm_count of these at the peak clock: on an H100 SXM, 33 TB/s, several
+// times what its L2 delivers. An upper bound, so that the floor built on it is never too strict.
+inline constexpr double kSmPathBytesPerClock = 128;
+// sm_count * sm_clock_khz * 1e3 * kSmPathBytesPerClock, bytes/s; 0 when a factor is unknown.
+double sm_path_bytes_per_s(const DeviceInfo& device);
+
 enum class TimingMethod {
   kEvents,       // one event pair per call, L2 flushed before each
   kGraphReplay,  // graph_calls calls replayed back to back, no flush in between
@@ -61,8 +69,9 @@ struct PhysicsFloor {
 // the floor more lenient: EvalOptions::physics_margin, default 1.3).
 //  - bytes: task.ideal_bytes when > 0, else task.io_bytes(); over device.dram_bytes_per_s. Not
 //    applied when the bandwidth was not measured. Under graph replay nothing flushes the L2
-//    between calls, so up to l2_bytes of the working set may be served from it: the term counts
-//    only bytes - l2_bytes, and is not applied when that is <= 0 ("the working set fits in L2").
+//    between calls, so up to l2_bytes of the working set may be served from it: those bytes
+//    count at sm_path_bytes_per_s (the SMs' data path, an upper bound on the L2's rate), the
+//    rest at the DRAM bandwidth. A working set that fits in L2 keeps a bytes term.
 //  - flops: task.ideal_flops over peak_flops_per_s(device, precision_class(task)). Not applied
 //    when the task gives no FLOPs or the device has no peak table.
 PhysicsFloor physics_floor(const task::Task& task, const DeviceInfo& device, TimingMethod method, double margin);
