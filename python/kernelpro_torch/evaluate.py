@@ -17,6 +17,7 @@ import math
 import os
 import random
 import shutil
+import signal
 import statistics
 import subprocess
 import tempfile
@@ -27,7 +28,7 @@ import weakref
 
 import torch
 
-from . import compare, loader, output_hash, problem as pb, seal, timing_rule
+from . import compare, loader, output_hash, problem as pb, processes, seal, timing_rule
 
 # The harness's own references to its timing functions, taken before any candidate code runs:
 # a candidate that patches torch.cuda.Event.elapsed_time or time.perf_counter changes nothing
@@ -656,7 +657,7 @@ class Evaluation:
             # after gpu_unavailable: the retry starts clean, holding nothing of this one.
             if s.outcome in ("crash", "gpu_unavailable") or s.cheat in (
                     "timer_patch", "torch_patch", "constant_rebinding", "harness_tamper", "background_thread",
-                    "side_stream", "persisting_l2"):
+                    "background_process", "side_stream", "persisting_l2"):
                 self.exiting = True
         except Exception as e:  # a harness bug must still be an answer, not a dead worker
             self.report["outcome"] = "crash"
@@ -795,6 +796,8 @@ class Evaluation:
         # The reference is timed in this process only while no thread runs that was not here
         # before the candidate loaded (issue 28, item 4).
         self._threads_before_load = thread_count()
+        processes.become_subreaper()  # the worker is one already; an evaluation run in-process (tests) too
+        self._procs_before_load = set(processes.live_descendants())
         self._seal = seal.Seal()  # after the harness's own set-up of loader's globals
         try:
             cand = pb.Candidate(self.candidate_path, self.build_dir)
@@ -810,6 +813,7 @@ class Evaluation:
         if symbols is None:
             raise Stop("runtime_error", "binutils' nm is not on this machine's PATH (or it failed), so the kernels the "
                                         "candidate ran cannot be told from PyTorch's: install binutils")
+        self._check_no_new_processes("loading the candidate and building ModelNew")
         end("load")
 
         ref, new = self._m_ref, self._m_new
@@ -877,6 +881,7 @@ class Evaluation:
             self.report["trials_run"] = t + 1
             del out, want, pristine, xs
         _check_untouched(guard, prob)
+        self._check_no_new_processes("the correctness trials")
         end("correctness")
 
         sets, ref_outs = self._timing_sets(prob, set_seeds, device, call_ref)
@@ -955,6 +960,7 @@ class Evaluation:
                                    f"a device-wide sync but {median * 1e6:.1f} us between events on the current stream "
                                    "(a side stream or a background thread)", cheat="side_stream")
         self._output_probe_check(call_new, sets, median, check)
+        self._check_no_new_processes("the timed calls")
         end("timing")
 
         # Result caching: same pointers with new contents must give new, correct outputs, and
@@ -966,12 +972,13 @@ class Evaluation:
         end("cache_checks")
 
         if opts["time_reference"]:
+            self._check_no_new_processes("the cache checks")
             before, now = getattr(self, "_threads_before_load", -1), thread_count()
             if 0 <= before < now:
                 self.report["reference_note"] = (
                     f"the reference was not timed in this worker: {now - before} thread(s) more than before the "
-                    f"candidate loaded ({before} -> {now}) could run beside it; it is timed alone in a fresh worker "
-                    "by the judge")
+                    f"candidate loaded ({before} -> {now}) could run beside it, so no speedup is given rather than "
+                    "one measured beside them")
             else:
                 self._time_reference(call_ref, sets)
             end("reference_timing")
@@ -983,6 +990,22 @@ class Evaluation:
                                                check=lambda i, k, out: check(i, k, out, "energy call"))
         verified = None  # kept copies or a fingerprint key: device memory that later phases need not hold
         end("energy")
+
+    def _check_no_new_processes(self, during):
+        """A process the candidate started and left running (however far it moved: setsid, a double
+        fork, a cleared environment; processes.py) can load the GPU while the reference or a later
+        candidate is timed. The worker exits after this verdict, killing them."""
+        new = {pid: name for pid, name in processes.live_descendants().items()
+               if pid not in getattr(self, "_procs_before_load", set())}
+        if new:
+            for pid in new:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            raise Stop("rejected", f"the candidate left {len(new)} process(es) running after {during}: "
+                                   f"{processes.describe(new)}; work outside the worker's process escapes the timing "
+                                   "and can slow the reference or other candidates", cheat="background_process")
 
     def _check_outputs_are_real(self, outs, inputs):
         for o in outs:

@@ -29,6 +29,8 @@ import signal
 import sys
 import threading
 
+from . import processes
+
 PROTOCOL = 1
 ORCHESTRATOR_PID_ENV = "KP_ORCHESTRATOR_PID"  # eval::kOrchestratorPidEnv
 WORKER_TOKEN_ENV = "KP_WORKER_TOKEN"  # eval::kWorkerTokenEnv
@@ -71,6 +73,7 @@ def _end_group(why):
     sys.stderr.write(f"kernelpro_torch.worker: {why}; exiting with everything it started\n")
     sys.stderr.flush()
     kill_tagged(WORKER_TOKEN_ENV, os.environ.get(WORKER_TOKEN_ENV, ""))
+    processes.kill_descendants()  # those that cleared their environment as well as left the group
     if os.getpgrp() == os.getpid():  # the group is ours alone (kernelpro starts workers so)
         os.killpg(0, signal.SIGKILL)
     os._exit(3)
@@ -198,6 +201,7 @@ def main(argv):
             return 2
         once = (argv[i + 1], argv[i + 2])
     chan = Channel(stdio="--stdio" in argv, once=once)
+    processes.become_subreaper()  # a candidate's orphans stay below this process (processes.py)
     watch_orchestrator(None if once else chan.inp.fileno())
     dev = None
     dev_error = None
@@ -238,6 +242,7 @@ def main(argv):
             continue
         op = req["op"]
         if op == "shutdown":
+            processes.kill_descendants()
             return 0
         if op == "hello":
             ensure_device()
@@ -306,6 +311,7 @@ def main(argv):
             chan.reply(_sanitize({"ok": True, "id": rid, "hardware": dev.name, "device": "cuda:0",
                                   "torch_version": torch_version, "results": results, "exiting": exiting}))
         if exiting:
+            processes.kill_descendants()  # a rejected candidate's processes go with its worker
             return 3
         if once:
             return 0

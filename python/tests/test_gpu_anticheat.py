@@ -44,6 +44,8 @@ CHEATS = [
     ("relu.py", "cheats/stream_switch.py", "honest/relu_fast.cu", {}, ("rejected",), "side_stream", "left another CUDA stream"),
     ("relu.py", "cheats/side_stream_cu.py", "cheats/side_stream_cu.cu", {}, ("rejected",), "side_stream", "stream"),
     ("relu.py", "cheats/background_thread.py", "honest/relu_fast.cu", {}, ("rejected",), "background_thread", "thread"),
+    ("relu.py", "cheats/background_process.py", "honest/relu_fast.cu", {}, ("rejected",), "background_process",
+     "process(es) running"),
     ("relu.py", "cheats/pointer_cache.py", "honest/relu_fast.cu", {}, ("rejected", "incorrect"), "result_cache", "cache"),
     ("softmax_wide.py", "cheats/fingerprint_cache.py", "honest/softmax_fast.cu", {}, ("rejected",), "result_cache", "cache"),
     ("relu.py", "cheats/batched_calls.py", "honest/relu_fast.cu", {}, ("rejected",), "batched_calls", "timed call"),

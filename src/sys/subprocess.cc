@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -745,6 +746,88 @@ int kill_tagged(std::string_view name, std::string_view value) {
     if (found == 0) break;
   }
   return static_cast<int>(signalled.size());
+}
+
+bool become_subreaper() { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0; }
+
+namespace {
+
+struct ProcStat {
+  int ppid = 0;
+  char state = '?';
+  std::string name;
+};
+
+// "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses, so it ends at the last ')'.
+std::optional<ProcStat> read_proc_stat(const char* pid) {
+  std::ifstream in(std::string("/proc/") + pid + "/stat");
+  if (!in) return std::nullopt;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t open = text.find('('), close = text.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close + 4 > text.size()) return std::nullopt;
+  ProcStat st;
+  st.name = text.substr(open + 1, close - open - 1);
+  st.state = text[close + 2];
+  st.ppid = std::atoi(text.c_str() + close + 4);
+  return st;
+}
+
+}  // namespace
+
+std::map<int, std::string> live_descendants(int root) {
+  if (root == 0) root = getpid();
+  std::map<int, std::vector<int>> children;
+  std::map<int, ProcStat> all;
+  if (DIR* proc = opendir("/proc")) {
+    while (dirent* e = readdir(proc)) {
+      char* end = nullptr;
+      const long pid = std::strtol(e->d_name, &end, 10);
+      if (pid <= 0 || *end != '\0') continue;
+      auto st = read_proc_stat(e->d_name);
+      if (!st) continue;
+      children[st->ppid].push_back(static_cast<int>(pid));
+      all[static_cast<int>(pid)] = std::move(*st);
+    }
+    closedir(proc);
+  }
+  std::map<int, std::string> found;
+  std::set<int> seen{root};
+  std::vector<int> todo = children[root];
+  while (!todo.empty()) {
+    const int pid = todo.back();
+    todo.pop_back();
+    if (!seen.insert(pid).second) continue;
+    // A zombie runs nothing and holds no GPU, but it still parents what it left.
+    if (all[pid].state != 'Z') found[pid] = all[pid].name;
+    for (int c : children[pid]) todo.push_back(c);
+  }
+  return found;
+}
+
+int kill_descendants(int root, const std::set<int>& keep) {
+  std::set<int> signalled;
+  for (int pass = 0; pass < 8; ++pass) {
+    int fresh = 0;
+    for (const auto& [pid, name] : live_descendants(root)) {
+      if (keep.count(pid) || signalled.count(pid)) continue;
+      ::kill(static_cast<pid_t>(pid), SIGKILL);
+      signalled.insert(pid);
+      ++fresh;
+    }
+    if (fresh == 0) break;
+  }
+  return static_cast<int>(signalled.size());
+}
+
+std::string describe_processes(const std::map<int, std::string>& processes) {
+  std::string out;
+  size_t shown = 0;
+  for (const auto& [pid, name] : processes) {
+    if (shown == 6) break;
+    out += (shown++ ? ", " : "") + std::string("pid ") + std::to_string(pid) + " (" + name + ")";
+  }
+  if (processes.size() > shown) out += " and " + std::to_string(processes.size() - shown) + " more";
+  return out;
 }
 
 std::string random_token() {

@@ -24,8 +24,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -168,5 +170,19 @@ int kill_tagged(std::string_view name, std::string_view value);
 
 // A fresh random token for kill_tagged (32 hex digits).
 std::string random_token();
+
+// What kill_tagged misses (a process that also cleared its environment) is still a descendant
+// once the worker is a child subreaper: an orphan below it is re-parented to it, not to init, so
+// the parent links of /proc reach every process it started however far that one moved.
+//
+// prctl(PR_SET_CHILD_SUBREAPER); false where it fails.
+bool become_subreaper();
+// The live (not zombie) processes below `root` (this process when 0): pid -> command name.
+std::map<int, std::string> live_descendants(int root = 0);
+// SIGKILL to every live descendant of `root` not in `keep`, scanning again while new ones
+// appear (one may fork between the scan and the signal); how many were signalled.
+int kill_descendants(int root = 0, const std::set<int>& keep = {});
+// "pid 12 (sleep), pid 40 (python3)" (six at most, then how many more), for a reason.
+std::string describe_processes(const std::map<int, std::string>& processes);
 
 }  // namespace kp::sys

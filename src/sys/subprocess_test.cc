@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -446,6 +449,56 @@ TEST(KillTagged, EndsEscapedDescendantsAndOnlyThose) {
   EXPECT_EQ(kill_tagged("KP_TEST_TOKEN", other), 1);
   EXPECT_TRUE(dead_within(theirs_pid, 2s));
   EXPECT_EQ(kill_tagged("KP_TEST_TOKEN", token), 0);
+}
+
+// In a child process of its own: a subreaper changes who reaps every orphan of the test binary.
+TEST(LiveDescendants, AnOrphanThatLeftByDoubleForkSetsidAndAClearedEnvironmentIsFoundAndKilled) {
+  TempDir dir = temp_dir();
+  const std::string pidfile = (dir.path() / "escaped.pid").string();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Exit codes name the step that failed.
+    if (!become_subreaper()) _exit(10);
+    const std::set<int> before = [] {
+      std::set<int> s;
+      for (const auto& [pid, name] : live_descendants()) s.insert(pid);
+      return s;
+    }();
+    const std::string escape = "env -i setsid sh -c 'sleep 300 & echo $! > " + pidfile + "' < /dev/null > /dev/null 2>&1";
+    if (std::system(escape.c_str()) != 0) _exit(11);
+    int escaped = 0;
+    for (int i = 0; i < 100 && escaped == 0; ++i) {
+      std::ifstream in(pidfile);
+      if (!(in >> escaped)) escaped = 0;
+      if (escaped == 0) std::this_thread::sleep_for(20ms);
+    }
+    if (escaped <= 0) _exit(12);
+    std::this_thread::sleep_for(50ms);  // its parent shell exits; it is re-parented here
+    const auto found = live_descendants();
+    auto it = found.find(escaped);
+    if (it == found.end() || before.count(escaped)) _exit(13);
+    if (it->second != "sleep") _exit(14);
+    if (describe_processes(found).find("pid " + std::to_string(escaped) + " (sleep)") == std::string::npos) _exit(15);
+    if (kill_descendants(0, before) < 1) _exit(16);
+    int status = 0;
+    if (waitpid(escaped, &status, 0) != escaped || !WIFSIGNALED(status)) _exit(17);  // ours to reap
+    if (live_descendants().count(escaped)) _exit(18);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10 prctl, 11 the escape, 12 no pid, 13 not found below the subreaper, 14 its "
+                                       "name, 15 the description, 16 not signalled, 17 not killed, 18 still listed";
+}
+
+TEST(LiveDescendants, ADescriptionNamesSixAndCountsTheRest) {
+  std::map<int, std::string> many;
+  for (int pid = 1; pid <= 8; ++pid) many[pid] = "p" + std::to_string(pid);
+  EXPECT_EQ(describe_processes(many),
+            "pid 1 (p1), pid 2 (p2), pid 3 (p3), pid 4 (p4), pid 5 (p5), pid 6 (p6) and 2 more");
+  EXPECT_EQ(describe_processes({{7, "a (b) c"}}), "pid 7 (a (b) c)");
 }
 
 }  // namespace

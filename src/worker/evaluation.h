@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -212,6 +213,12 @@ struct NativeEvaluator::Impl {
   // Threads of the process before the candidate's library was loaded (-1: not counted): the
   // reference is timed in this process only while no thread more runs (issue 28, item 4).
   int threads_before_load = -1;
+  // Live descendant processes before it was loaded (sys::live_descendants; kp-worker is a child
+  // subreaper, so what the candidate starts stays below it however far it moves).
+  std::set<int> processes_before_load;
+  // A process the candidate started and left running (issue 28, item 4): killed, and the
+  // candidate rejected as background_process, naming `during`.
+  MaybeStop check_no_new_processes(const char* during);
 
   // Per-evaluation state, reset at the start and the end of each request.
   void begin_evaluation(const task::Task& t, const eval::EvalOptions& o, uint64_t s);

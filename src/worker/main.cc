@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "sys/subprocess.h"
 #include "verdict/protocol.h"
 #include "worker/calibrate.h"
 #include "worker/device_ops.h"
@@ -278,7 +279,10 @@ int main(int argc, char** argv) {
       return 2;
     }
     kp::worker::watch_orchestrator(-1);
-    return run_once(argv[2], argv[3]);
+    kp::sys::become_subreaper();
+    const int rc = run_once(argv[2], argv[3]);
+    kp::sys::kill_descendants();
+    return rc;
   }
   if (argc > 1 && std::string(argv[1]) == "--stdio") {  // for manual debugging
     request_fd = 0;
@@ -291,6 +295,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   kp::worker::watch_orchestrator(request_fd);
+  // A candidate's orphans are re-parented here, not to init, wherever they moved (setsid, a
+  // double fork, a cleared environment), so that the evaluator finds them and the exit ends them.
+  kp::sys::become_subreaper();
   Worker worker;
   char* buf = nullptr;
   size_t cap = 0;
@@ -306,9 +313,13 @@ int main(int argc, char** argv) {
     json reply = worker.handle(req, &exit_code);
     if (req.value("op", "") == "shutdown") break;
     write_reply(out, reply);
-    if (exit_code) return *exit_code;
+    if (exit_code) {
+      kp::sys::kill_descendants();
+      return *exit_code;
+    }
     worker.run_pending_prewarm();
   }
   kp::worker::release_range_profiler();
+  kp::sys::kill_descendants();
   return 0;
 }

@@ -2,6 +2,8 @@
 
 #include "worker/evaluation.h"
 
+#include "sys/subprocess.h"
+
 namespace kp::worker {
 
 void mark_phase(const char* name) {
@@ -41,6 +43,7 @@ MaybeStop NativeEvaluator::Impl::run(const CandidateLibrary& ref, const Candidat
   KP_STOP_IF(check_physics_floor(&cand_timing, report));
   report->timing = cand_timing;
   end_phase("timing", options->time_reference ? "reference_timing" : "energy");
+  KP_STOP_IF(check_no_new_processes("the timed calls"));
   // Timed in this process only with no thread more than before the candidate loaded: one its
   // first call started (where the CUDA runtime's own may start) could slow the reference alone.
   const int threads_now = count_threads();
@@ -48,7 +51,7 @@ MaybeStop NativeEvaluator::Impl::run(const CandidateLibrary& ref, const Candidat
   if (options->time_reference && beside_threads)
     report->reference_note = fmt::format(
         "the reference was not timed in this worker: {} thread{} more than before the candidate loaded ({} -> {}) "
-        "could run beside it; it is timed alone in a fresh worker by the judge",
+        "could run beside it, so no speedup is given rather than one measured beside them",
         threads_now - threads_before_load, threads_now - threads_before_load == 1 ? "" : "s", threads_before_load,
         threads_now);
   if (options->time_reference && !beside_threads) {
@@ -233,6 +236,11 @@ eval::WorkerReport NativeEvaluator::evaluate(const task::Task& task, const std::
   // A thread the library starts as it loads (a constructor) can idle through the candidate's
   // calls and run only while the reference is timed beside them: a kernel library starts none.
   m.threads_before_load = count_threads();
+  {
+    const auto before = sys::live_descendants();
+    m.processes_before_load.clear();
+    for (const auto& [pid, name] : before) m.processes_before_load.insert(pid);
+  }
   auto cand = CandidateLibrary::open(cand_path);
   if (!cand.ok()) return finish(Outcome::kLoadError, cand.error().message);
   report.phase_seconds["load"] = seconds_since(load_start);
@@ -245,12 +253,29 @@ eval::WorkerReport NativeEvaluator::evaluate(const task::Task& task, const std::
                               m.threads_before_load, after),
                   "background_thread");
   }
+  if (MaybeStop s = m.check_no_new_processes("loading the library")) return finish(s->outcome, s->reason, s->cheat);
 
   if (MaybeStop s = m.ensure_resources()) return finish(s->outcome, s->reason);
   // Every evaluation starts with no persisting L2, so that what a candidate sets is its own.
   m.clear_persisting_l2();
   if (MaybeStop s = m.run(**ref, **cand, &report)) return finish(s->outcome, s->reason, s->cheat);
+  if (MaybeStop s = m.check_no_new_processes("its energy calls")) return finish(s->outcome, s->reason, s->cheat);
   return finish(Outcome::kOk, "");
+}
+
+MaybeStop NativeEvaluator::Impl::check_no_new_processes(const char* during) {
+  std::map<int, std::string> left;
+  for (const auto& [pid, name] : sys::live_descendants())
+    if (!processes_before_load.count(pid)) left.emplace(pid, name);
+  if (left.empty()) return std::nullopt;
+  retire = true;  // what it started may have touched this process too
+  sys::kill_descendants(0, processes_before_load);
+  return Stop{Outcome::kRejected,
+              fmt::format("the candidate left {} process{} running after {}: {}; a kernel library starts no "
+                          "process, and work outside kp_run escapes the timing and can slow the reference or "
+                          "other candidates",
+                          left.size(), left.size() == 1 ? "" : "es", during, sys::describe_processes(left)),
+              "background_process"};
 }
 
 eval::ProfileReply NativeEvaluator::profile(const task::Task& task, const std::string& ref_path,

@@ -23,6 +23,7 @@ namespace {
   // First what left the group (setsid, a double fork), found by the token they inherited.
   if (const char* token = std::getenv(eval::kWorkerTokenEnv); token && *token)
     sys::kill_tagged(eval::kWorkerTokenEnv, token);
+  sys::kill_descendants();  // and what also cleared its environment: below this subreaper still
   if (getpgrp() == getpid()) kill(0, SIGKILL);  // the group is ours alone (sys::Process::spawn)
   _exit(3);
 }
