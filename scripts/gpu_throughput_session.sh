@@ -7,8 +7,9 @@
 #   before-carry  the build of the commit before the judge (`bash scripts/pack_before_build.sh`):
 #                 its kernelpro, kp-worker and CUPTI libraries in build/, and the files they read
 #                 at run time (include/, python/, prompts/, rules/) from that commit
-#   kb            KernelBench's level1/19_ReLU.py (copied from shared/kernelbench)
-#   STEPS="throughput probe agree ctest python"   what to do, in this order (default: all but probe)
+#   kb            KernelBench's level1/19_ReLU.py and 23_Softmax.py (copied from shared/kernelbench)
+#   STEPS="throughput probe agree stall ctest python"   what to do, in this order (default: throughput
+#                 agree ctest python)
 #   DEADLINE_S=560                           no step starts after this; each is cut at it
 # Writes $OUT/results.tgz and $OUT/summary.txt (the device tool returns eight files).
 set -u
@@ -61,6 +62,12 @@ for step in ${STEPS:-throughput agree ctest python}; do
       # CTEST_REGEX: only the tests it matches (a rerun of some)
       run ctest 560 ctest --test-dir build -L "${CTEST_LABELS:-gpu|e2e}" -E python_gpu ${CTEST_REGEX:+-R "$CTEST_REGEX"} \
         --output-on-failure --timeout 300 ;;
+    stall)  # issue 28, item 5: a result-cache candidate on level1/23_Softmax (6.4 GB in, 6.4 GB
+      # out) once ran past 200 s without a verdict; it must end with one well inside the limit
+      run stall-softmax-cache 300 build/kernelpro eval kb/23_Softmax.py \
+        tests/data/kernelbench/cheats/fingerprint_cache.py --cu tests/data/kernelbench/honest/softmax_fast.cu --json
+      run stall-softmax-honest 300 build/kernelpro eval kb/23_Softmax.py \
+        tests/data/kernelbench/honest/softmax_fast.py --cu tests/data/kernelbench/honest/softmax_fast.cu --json ;;
     python)  # the KernelBench worker's GPU suite (anti-cheat corpus, the new timing tests)
       run python_gpu 560 python3 python/tests/run_tests.py gpu ;;
   esac

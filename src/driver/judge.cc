@@ -66,13 +66,19 @@ Result<eval::EvalResult> Judge::evaluate(const task::Task& task, const fs::path&
     }
     if (failed_references_.count(key)) return nullptr;
     auto timed = evaluator_->time_reference(task);
+    // A busy machine's timing is handed to this evaluation, which ends gpu_unavailable, and not
+    // kept: the retry below times the reference again.
+    auto busy = [&](eval::ReferenceTiming t) {
+      ++stats_.busy_references;
+      busy_reference_ = std::move(t);
+      return &*busy_reference_;
+    };
     if (!timed.ok() && timed.error().code == ErrorCode::kUnavailable) {
       // The GPU was there a moment ago (the evaluation asks only then): busy or gone now. The
       // machine's failure, like foreign work: not remembered as a reference that cannot be timed.
-      ++stats_.busy_references;
-      busy_reference_ = eval::ReferenceTiming{};
-      busy_reference_->machine_busy = "timing the reference alone: " + timed.error().message;
-      return &*busy_reference_;
+      eval::ReferenceTiming t;
+      t.machine_busy = "timing the reference alone: " + timed.error().message;
+      return busy(std::move(t));
     }
     if (!timed.ok()) {
       // The task's reference at fault ends the evaluation; a crash or hang of the reference
@@ -83,13 +89,7 @@ Result<eval::EvalResult> Judge::evaluate(const task::Task& task, const fs::path&
     }
     ++stats_.reference_timings;
     stats_.reference_seconds += timed->worker_seconds;
-    if (!timed->machine_busy.empty()) {
-      // Another process's work ran beside it: not kept; the evaluation ends as gpu_unavailable,
-      // and the retry below times the reference again.
-      ++stats_.busy_references;
-      busy_reference_ = std::move(*timed);
-      return &*busy_reference_;
-    }
+    if (!timed->machine_busy.empty()) return busy(std::move(*timed));  // another process's work ran beside it
     return &references_.emplace(key, std::move(*timed)).first->second;
   };
   auto r = evaluator_->evaluate(task, candidate, library_source, reference);

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "profile/datasheets.h"
+#include "profile/metric_lists.h"
 #include "sys/temp_dir.h"
 #include "tests/support/paths.h"
 #include "util/strings.h"
@@ -69,6 +70,15 @@ class JudgeTest : public ::testing::Test {
     int n = 0;
     for (const auto& r : rs) n += r.kind == kind;
     return n;
+  }
+  ProfileSessionOptions profile_options() const {
+    ProfileSessionOptions po;
+    po.evaluator = options();
+    po.trace = false;
+    po.sass = false;
+    po.profiler.rangeprof_library = dir_->path() / "libkp_rangeprof.so";
+    po.ceilings_for = [](const eval::DeviceInfo& d, std::string*) { return profile::datasheet_ceilings(d); };
+    return po;
   }
   std::unique_ptr<sys::TempDir> dir_;
 };
@@ -164,6 +174,62 @@ TEST_F(JudgeTest, AProfileAfterTheVerdictCollectsCountersOnlyOnTheSameWorker) {
   EXPECT_EQ(evals, 1);  // measured once
   EXPECT_GE(profiles, 1);
   EXPECT_EQ(profile_pid, eval_pid);  // on the worker that judged it
+}
+
+// The model loop's analysis (cli: loop_judges): stage 1 and every tool's metrics in one request,
+// one metric list for every candidate, so the worker keeps one warm Range Profiler session.
+TEST_F(JudgeTest, TheLoopsAnalysisAsksForStageOneAndEveryToolsMetricsInOneRequest) {
+  Judge judge(options());
+  const task::Task t = problem("1_Add.py");
+  AnalyzeOptions ao;
+  ao.profile = profile_options();
+  auto ahead = every_tool_metric({});
+  ASSERT_TRUE(ahead.ok()) << ahead.error().message;
+  ASSERT_FALSE(ahead->empty());
+  ao.profile.ahead_metrics = *ahead;
+  // Every tool runs, so that stage 2 would have metrics to collect if the first request lacked them.
+  auto tools = list_tools({});
+  ASSERT_TRUE(tools.ok()) << tools.error().message;
+  for (const auto& tool : *tools) ao.extra_tools.push_back(tool["name"].get<std::string>());
+  const size_t all = stage1_request(ao.profile).size();
+  ASSERT_EQ(all, profile::stage1_metrics().size() + ahead->size());  // none of stage 1 repeated
+  for (const char* name : {"fast_a.py", "fast_b.py"}) {
+    const fs::path c = candidate(name, std::string("class ModelNew: pass # ") + name + "\n");
+    ASSERT_TRUE(judge.evaluate(t, c).ok());
+    auto page = judge.analyze(t, c, {}, ao);
+    ASSERT_TRUE(page.ok()) << page.error().message;
+    EXPECT_TRUE(page->stage2_metrics.empty()) << "stage 2 found metrics the first collection lacked";
+    EXPECT_EQ(page->profile.seconds.count("stage2"), 0u);
+  }
+  std::vector<std::string> profiles;
+  for (const auto& r : requests())
+    if (r.op == "profile") profiles.push_back(r.kind);
+  EXPECT_EQ(profiles, std::vector<std::string>(2, std::to_string(all)));  // one request per candidate
+}
+
+TEST_F(JudgeTest, WhenTheChipRefusesTheLongListStageOneIsCollectedAloneAndSaysSo) {
+  setenv("FAKE_PROFILE_MAX_METRICS", std::to_string(profile::stage1_metrics().size()).c_str(), 1);
+  Judge judge(options());
+  const task::Task t = problem("1_Add.py");
+  const fs::path c = candidate("fast_a.py");
+  AnalyzeOptions ao;
+  ao.profile = profile_options();
+  ao.profile.ahead_metrics = every_tool_metric({}).value();
+  ASSERT_TRUE(judge.evaluate(t, c).ok());
+  auto page = judge.analyze(t, c, {}, ao);
+  unsetenv("FAKE_PROFILE_MAX_METRICS");
+  ASSERT_TRUE(page.ok()) << page.error().message;
+  ASSERT_TRUE(page->profile.counters.has_value());
+  EXPECT_GE(page->profile.counters->metrics.size(), profile::stage1_metrics().size());
+  bool noted = false;
+  for (const auto& n : page->profile.notes) noted = noted || n.find("stage 1 was collected alone") != std::string::npos;
+  EXPECT_TRUE(noted);
+  std::vector<std::string> profiles;
+  for (const auto& r : requests())
+    if (r.op == "profile") profiles.push_back(r.kind);
+  ASSERT_GE(profiles.size(), 2u);
+  EXPECT_EQ(profiles[0], std::to_string(stage1_request(ao.profile).size()));
+  EXPECT_EQ(profiles[1], std::to_string(profile::stage1_metrics().size()));
 }
 
 TEST_F(JudgeTest, AChangedCandidateIsEvaluatedAgainBeforeItsProfile) {
@@ -283,7 +349,8 @@ TEST_F(JudgeTest, AReferenceTimedBesideForeignWorkIsDroppedAndTimedAgain) {
   auto r = judge.evaluate(t, c);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->outcome, eval::Outcome::kOk) << r->reason;
-  EXPECT_EQ(r->reference_gpu_check, "no other process held the GPU");
+  // The check's finding, and what it cost.
+  EXPECT_EQ(r->reference_gpu_check.rfind("no other process held the GPU (checked in ", 0), 0u) << r->reference_gpu_check;
   EXPECT_EQ(judge.stats().busy_references, 1);
   EXPECT_EQ(judge.stats().reference_timings, 2);
   EXPECT_EQ(judge.stats().gpu_retries, 1);

@@ -59,9 +59,9 @@ struct ReferenceTiming {
   double worker_seconds = 0;  // the request's wall time
   bool own_worker = false;    // timed in a worker started for it (the evaluator's had run a candidate)
   // What the check for other processes' work found (eval/gpu_census.h): "no other process held
-  // the GPU", what others held and whether they ran work, or why it could not be checked.
+  // the GPU", what others held and whether they ran work, or why it could not be checked; and
+  // what the check cost ("(checked in 0.0012 s)").
   std::string gpu_check;
-  double gpu_check_seconds = 0;
   // Non-empty: another process ran work on the GPU while the reference was timed, so `seconds`
   // is not to be trusted. An evaluation handed such a timing ends as the machine's failure
   // (Outcome::kGpuUnavailable, with this reason) without running; the judge keeps no such timing.
