@@ -8,7 +8,8 @@
 # Usage: bench/throughput.sh BEFORE_KERNELPRO AFTER_KERNELPRO OUT_DIR RELU_PROBLEM
 #   BEFORE_KERNELPRO, AFTER_KERNELPRO: the two kernelpro binaries (each finds its kp-worker
 #   beside it); RELU_PROBLEM: KernelBench's level1/19_ReLU.py. ROWS (default "gelu transpose
-#   relu_fast relu_inline tuner model") picks rows; TUNER_MINUTES (default 1) caps the tuner.
+#   relu_fast relu_inline tuner model") picks rows, model_apart among them (the model row with
+#   its two profiling collections apart); TUNER_MINUTES (default 1) caps the tuner.
 #   CACHE (default /tmp/kp-throughput): the builds' caches, CACHE/before and CACHE/after (one
 #   XDG_CACHE_HOME each; torch's extension builds are shared, the same source gives the same
 #   module). Each eval row runs once untimed first, so the timed run finds its build cached.
@@ -68,6 +69,11 @@ for label in ${BUILDS:-before after}; do
         # The seed and one candidate, each evaluated and analyzed for the planner.
         row model "$label" "$kp" optimize examples/gelu --run-dir "$OUT/model-$label" --budget 2 \
           --config bench/throughput/model.toml --no-tools --in-flight 1 ;;
+      model_apart)
+        # The same with stage 1 and stage 2 collected apart, as before the loop's one collection
+        # (ARCHITECTURE.md, d-one-collection): the switch KP_LOOP_STAGE2_APART=1.
+        row model_apart "$label" env KP_LOOP_STAGE2_APART=1 "$kp" optimize examples/gelu \
+          --run-dir "$OUT/model_apart-$label" --budget 2 --config bench/throughput/model.toml --no-tools --in-flight 1 ;;
     esac
   done
 done

@@ -44,7 +44,7 @@ def figure(name, r):
         wall = j.get("time_s", {}).get("wall", r["wall_s"]) or r["wall_s"]
         rate = n / (wall / 60) if wall else 0
         return f"{n} candidates in {wall:.1f} s: {rate:.1f} per GPU-minute", rate
-    if name == "model":
+    if name.startswith("model"):
         t = j.get("time_s", {})
         worker, analyze = t.get("worker", 0), t.get("analyze", 0)
         ratio = (worker + analyze) / worker if worker else 0

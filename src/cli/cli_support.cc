@@ -299,7 +299,10 @@ Result<std::unique_ptr<LoopJudges>> loop_judges(const std::string& task_path, bo
   KP_TRY(out->profile, profile_setup(pf, common, "optimize"));
   out->feedback = feedback;
   // Every tool's metrics ride with stage 1: one warm session, one collection per candidate.
-  if (feedback) {
+  // KP_LOOP_STAGE2_APART=1 keeps the two collections apart, as before: a switch for
+  // bench/throughput.sh's model_apart row, which times both ways on one card in one run.
+  const char* apart = std::getenv("KP_LOOP_STAGE2_APART");
+  if (feedback && !(apart && std::string(apart) == "1")) {
     KP_TRY(out->profile->options.ahead_metrics, driver::every_tool_metric(analysis::default_rule_dirs()));
   }
   const driver::ProfileSessionOptions& po = out->profile->options;
