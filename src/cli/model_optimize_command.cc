@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "driver/model_search.h"
 #include "eval/evaluator.h"
+#include "profile/profiler.h"
 #include "report/eval_report.h"
 #include "task/kernelbench_loader.h"
 #include "task/native_task_loader.h"
@@ -77,9 +78,14 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   if ((*setup)->options.tools) hooks.tools = &tools;
   // The build lane of the pipeline compiles native candidates into the cache the evaluator reads.
   build::Builder ahead(build_options(common));
+  // With feedback on, it also disassembles what it built (profile::Profiler::prefetch_sass): the
+  // analysis then finds the SASS ready instead of waiting for cuobjdump beside the counters.
+  const bool feedback = flags.feedback != "none";
   if (!kernelbench)
-    hooks.prebuild = [&](const fs::path& cu) {
-      (void)ahead.build(build::BuildRequest{cu, task->candidate_libraries, {}});
+    hooks.prebuild = [&, feedback](const fs::path& cu) {
+      auto built = ahead.build(build::BuildRequest{cu, task->candidate_libraries, {}});
+      if (feedback && built.ok() && built->ok)
+        (void)profile::Profiler::prefetch_sass(j.profile->options.profiler.sass, built->artifact);
     };
 
   if (auto words = gpu_words(j.judge->evaluator())) {

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -166,10 +168,49 @@ Result<Trace> Profiler::trace(const ProfileTarget& target) {
   return t;
 }
 
+namespace {
+
+// Listings by object (path, size, modification time) and tool: a build's SASS does not change,
+// and the build cache names each object by its content.
+std::mutex sass_cache_mutex;
+std::map<std::string, SassListing> sass_cache;
+
+std::string sass_cache_key(const SassToolOptions& options, const fs::path& object) {
+  std::error_code ec;
+  const auto size = fs::file_size(object, ec);
+  if (ec) return "";
+  const auto mtime = fs::last_write_time(object, ec);
+  if (ec) return "";
+  return fmt::format("{}\n{}\n{}\n{}", object.string(), size, mtime.time_since_epoch().count(),
+                     options.cuobjdump.string());
+}
+
+Result<SassListing> cached_listing(const SassToolOptions& options, const fs::path& object) {
+  const std::string key = sass_cache_key(options, object);
+  if (!key.empty()) {
+    std::lock_guard<std::mutex> lock(sass_cache_mutex);
+    if (auto it = sass_cache.find(key); it != sass_cache.end()) return it->second;
+  }
+  KP_TRY(SassListing listing, disassemble(options, object));
+  if (!key.empty()) {
+    std::lock_guard<std::mutex> lock(sass_cache_mutex);
+    sass_cache.emplace(key, listing);
+  }
+  return listing;
+}
+
+}  // namespace
+
 Result<std::vector<KernelSass>> Profiler::sass(const fs::path& object, const build::PtxasReport& ptxas, int cc_major,
                                                int cc_minor) {
-  KP_TRY(SassListing listing, disassemble(options_.sass, object));
+  KP_TRY(SassListing listing, cached_listing(options_.sass, object));
   return join_with_ptxas(listing, ptxas, sass_arch(cc_major, cc_minor));
+}
+
+Status Profiler::prefetch_sass(const SassToolOptions& options, const fs::path& object) {
+  KP_TRY(SassListing listing, cached_listing(options, object));
+  (void)listing;
+  return ok_status();
 }
 
 }  // namespace kp::profile

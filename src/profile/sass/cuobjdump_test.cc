@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "profile/profiler.h"
 #include "sys/temp_dir.h"
 #include "util/strings.h"
 
@@ -101,6 +102,29 @@ TEST_F(CuobjdumpTest, ParsesWhatTheToolPrints) {
   ASSERT_EQ(r->functions.size(), 1u);
   EXPECT_EQ(r->functions[0].mangled_name, "_Z14mma_bf16_16816PKjS0_Pf");
   EXPECT_EQ(r->functions[0].arch, "sm_90");
+}
+
+// The model loop's build lane disassembles each candidate ahead (Profiler::prefetch_sass); its
+// analysis then reads the listing from the cache instead of running cuobjdump again, unless the
+// object changed.
+TEST_F(CuobjdumpTest, APrefetchedListingIsReadFromTheCacheUntilTheObjectChanges) {
+  fs::path listing = fs::path(KP_TEST_DATA_DIR) / "sass" / "mma_sync.sass";
+  fs::path runs = dir_->path() / "runs";
+  auto o = fake("echo run >> '" + runs.string() + "'\ncat '" + listing.string() + "'");
+  auto count = [&] {
+    auto text = read_file(runs.string());
+    return text.ok() ? split_lines(*text).size() : size_t{0};
+  };
+  ASSERT_TRUE(Profiler::prefetch_sass(o, object_).ok());
+  ASSERT_TRUE(Profiler::prefetch_sass(o, object_).ok());
+  EXPECT_EQ(count(), 1u) << "the second request ran cuobjdump again";
+  // A rebuilt object (new contents, new size and time) is disassembled anew.
+  ASSERT_TRUE(write_file(object_.string(), "another build, longer than the first").ok());
+  ASSERT_TRUE(Profiler::prefetch_sass(o, object_).ok());
+  EXPECT_EQ(count(), 2u);
+  // A failure is not cached: the next request tries again.
+  fs::path missing = dir_->path() / "missing.so";
+  EXPECT_FALSE(Profiler::prefetch_sass(o, missing).ok());
 }
 
 TEST_F(CuobjdumpTest, ObjectWithoutDeviceCodeIsAnEmptyListing) {
