@@ -71,6 +71,13 @@ class JudgeTest : public ::testing::Test {
     for (const auto& r : rs) n += r.kind == kind;
     return n;
   }
+  // The number of metrics each profile request asked for, in order.
+  std::vector<std::string> profile_sizes() const {
+    std::vector<std::string> out;
+    for (const auto& r : requests())
+      if (r.op == "profile") out.push_back(r.kind);
+    return out;
+  }
   ProfileSessionOptions profile_options() const {
     ProfileSessionOptions po;
     po.evaluator = options();
@@ -149,13 +156,7 @@ TEST_F(JudgeTest, AProfileAfterTheVerdictCollectsCountersOnlyOnTheSameWorker) {
   auto verdict = judge.evaluate(t, c);
   ASSERT_TRUE(verdict.ok()) << verdict.error().message;
 
-  ProfileSessionOptions po;
-  po.evaluator = options();
-  po.trace = false;
-  po.sass = false;
-  po.profiler.rangeprof_library = dir_->path() / "libkp_rangeprof.so";
-  po.ceilings_for = [](const eval::DeviceInfo& d, std::string*) { return profile::datasheet_ceilings(d); };
-  auto page = judge.profile(t, c, {}, po);
+  auto page = judge.profile(t, c, {}, profile_options());
   ASSERT_TRUE(page.ok()) << page.error().message;
   // The page's evaluation is the verdict itself: the MEASURED numbers a model reads are the
   // verdict's.
@@ -201,9 +202,7 @@ TEST_F(JudgeTest, TheLoopsAnalysisAsksForStageOneAndEveryToolsMetricsInOneReques
     EXPECT_TRUE(page->stage2_metrics.empty()) << "stage 2 found metrics the first collection lacked";
     EXPECT_EQ(page->profile.seconds.count("stage2"), 0u);
   }
-  std::vector<std::string> profiles;
-  for (const auto& r : requests())
-    if (r.op == "profile") profiles.push_back(r.kind);
+  const std::vector<std::string> profiles = profile_sizes();
   EXPECT_EQ(profiles, std::vector<std::string>(2, std::to_string(all)));  // one request per candidate
 }
 
@@ -224,9 +223,7 @@ TEST_F(JudgeTest, WhenTheChipRefusesTheLongListStageOneIsCollectedAloneAndSaysSo
   bool noted = false;
   for (const auto& n : page->profile.notes) noted = noted || n.find("stage 1 was collected alone") != std::string::npos;
   EXPECT_TRUE(noted);
-  std::vector<std::string> profiles;
-  for (const auto& r : requests())
-    if (r.op == "profile") profiles.push_back(r.kind);
+  const std::vector<std::string> profiles = profile_sizes();
   ASSERT_GE(profiles.size(), 2u);
   EXPECT_EQ(profiles[0], std::to_string(stage1_request(ao.profile).size()));
   EXPECT_EQ(profiles[1], std::to_string(profile::stage1_metrics().size()));
@@ -239,12 +236,7 @@ TEST_F(JudgeTest, AChangedCandidateIsEvaluatedAgainBeforeItsProfile) {
   ASSERT_TRUE(judge.evaluate(t, c).ok());
   std::ofstream(c, std::ios::app) << "# a new version\n";
   EXPECT_EQ(judge.verdict_of(c), nullptr);
-  ProfileSessionOptions po;
-  po.evaluator = options();
-  po.trace = false;
-  po.sass = false;
-  po.ceilings_for = [](const eval::DeviceInfo& d, std::string*) { return profile::datasheet_ceilings(d); };
-  (void)judge.profile(t, c, {}, po);
+  (void)judge.profile(t, c, {}, profile_options());
   EXPECT_EQ(judge.stats().evaluations, 2);
   EXPECT_EQ(judge.stats().verdict_reuses, 0);
 }
