@@ -8,7 +8,7 @@
 #                 its kernelpro, kp-worker and CUPTI libraries in build/, and the files they read
 #                 at run time (include/, python/, prompts/, rules/) from that commit
 #   kb            KernelBench's level1/19_ReLU.py and 23_Softmax.py (copied from shared/kernelbench)
-#   STEPS="throughput probe agree stall ctest python"   what to do, in this order (default: throughput
+#   STEPS="throughput probe agree stall campaign ctest python"   what to do, in this order (default: throughput
 #                 agree ctest python)
 #   DEADLINE_S=560                           no step starts after this; each is cut at it
 # Writes $OUT/results.tgz and $OUT/summary.txt (the device tool returns eight files).
@@ -68,6 +68,12 @@ for step in ${STEPS:-throughput agree ctest python}; do
         tests/data/kernelbench/cheats/fingerprint_cache.py --cu tests/data/kernelbench/honest/softmax_fast.cu --json
       run stall-softmax-honest 300 build/kernelpro eval kb/23_Softmax.py \
         tests/data/kernelbench/honest/softmax_fast.py --cu tests/data/kernelbench/honest/softmax_fast.cu --json ;;
+    campaign)  # issue 29: a campaign over native examples with the offline tuner, then its report
+      run campaign 240 build/kernelpro bench run "$R/campaign" --suite examples --only ${CAMPAIGN_ONLY:-gelu,transpose,softmax} \
+        --budget ${CAMPAIGN_BUDGET:-4}
+      run campaign-status 30 build/kernelpro bench status "$R/campaign"
+      run campaign-report 60 build/kernelpro bench report "$R/campaign" --html "$R/campaign/report.html" --csv "$R/campaign/report.csv"
+      cp "$R/campaign-report.out" "$OUT/campaign_report.txt" 2>/dev/null ;;
     python)  # the KernelBench worker's GPU suite (anti-cheat corpus, the new timing tests)
       run python_gpu 560 python3 python/tests/run_tests.py gpu ;;
   esac

@@ -1,5 +1,12 @@
 #include "build/builder.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -281,7 +288,14 @@ Result<BuildResult> Builder::compile(const BuildRequest& request, const std::str
   c.argv = full;
   c.cwd = dir.path().string();
   c.timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_s * 1000));
+  std::optional<BuildSlot> slot;
+  if (const char* slots = std::getenv("KP_BUILD_SLOTS"); slots && *slots) {
+    auto taken = BuildSlot::take(slots);
+    if (!taken.ok()) return std::move(taken).error().wrap("KP_BUILD_SLOTS");
+    slot.emplace(std::move(*taken));
+  }
   auto run = sys::run(c);
+  slot.reset();
   if (!run.ok()) return std::move(run).error().wrap("running nvcc");
   BuildResult r;
   r.key = key;
@@ -351,6 +365,47 @@ std::vector<Result<BuildResult>> Builder::build_all(const std::vector<BuildReque
     out.push_back(*done[first[i]]);
   }
   return out;
+}
+
+Result<BuildSlot> BuildSlot::take(const std::string& spec) {
+  const auto colon = spec.rfind(':');
+  int n = 0;
+  if (colon != std::string::npos) {
+    try {
+      n = std::stoi(spec.substr(colon + 1));
+    } catch (const std::exception&) {
+      n = 0;
+    }
+  }
+  if (colon == std::string::npos || colon == 0 || n <= 0)
+    return make_error(ErrorCode::kInvalidInput, fmt::format("'{}' is not DIR:N with N > 0", spec));
+  const fs::path dir = spec.substr(0, colon);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::vector<int> fds;
+  for (int i = 0; i < n; ++i) {
+    const fs::path f = dir / fmt::format("slot-{}", i);
+    int fd = ::open(f.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      for (int x : fds) ::close(x);
+      return make_error(ErrorCode::kIo, fmt::format("cannot open {}: {}", f.string(), std::strerror(errno)));
+    }
+    fds.push_back(fd);
+  }
+  for (;;) {
+    for (int i = 0; i < n; ++i) {
+      if (::flock(fds[i], LOCK_EX | LOCK_NB) == 0) {
+        for (int k = 0; k < n; ++k)
+          if (k != i) ::close(fds[k]);
+        return BuildSlot(fds[i], i);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+BuildSlot::~BuildSlot() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 }  // namespace kp::build

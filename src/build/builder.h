@@ -127,4 +127,25 @@ class Builder {
   std::unique_ptr<ThreadPool> pool_;
 };
 
+// One of a fixed number of slots for nvcc, shared by every kernelpro process of a campaign, so
+// that its lanes together run at most N compilers on the host's cores. KP_BUILD_SLOTS="DIR:N"
+// (set by `kernelpro bench run`) names the slots: files DIR/slot-0 .. slot-(N-1), each held by an
+// flock for as long as its nvcc runs. Without the variable there is no limit.
+class BuildSlot {
+ public:
+  // Waits for a free slot of `spec` ("DIR:N"). kInvalidInput for a malformed spec, kIo when the
+  // slot files cannot be made.
+  static Result<BuildSlot> take(const std::string& spec);
+  BuildSlot(BuildSlot&& o) noexcept : fd_(o.fd_), index_(o.index_) { o.fd_ = -1; }
+  BuildSlot& operator=(BuildSlot&&) = delete;
+  BuildSlot(const BuildSlot&) = delete;
+  ~BuildSlot();
+  int index() const { return index_; }
+
+ private:
+  BuildSlot(int fd, int index) : fd_(fd), index_(index) {}
+  int fd_ = -1;
+  int index_ = -1;
+};
+
 }  // namespace kp::build

@@ -160,4 +160,37 @@ int run_build(const BuildFlags& flags, const CommonFlags& common);
 int run_doctor(const CommonFlags& common);
 int run_baseline(const BaselineFlags& flags);
 
+// `kernelpro bench run|status|report CAMPAIGN` (cli/bench_command.cc): a campaign over a suite.
+struct BenchFlags {
+  std::string campaign;                // the campaign folder
+  std::string suite;                   // --suite: what to run (first run only)
+  std::vector<int> levels = {1, 2, 3};  // --levels (KernelBench)
+  std::vector<std::string> only;       // --only: problem names
+  std::vector<std::string> problems;   // --problem: run only these ids (a Slurm task's)
+  std::string gpus = "all";            // --gpus: all, none, inherit, or a list of indices
+  int jobs = 0;                        // --jobs: nvcc processes at once over every lane (0: the cores)
+  bool retry_failed = false;           // --retry-failed
+  bool no_baselines = false;           // --no-baselines
+  // What every problem's `kernelpro optimize` gets.
+  int budget = 12;
+  double minutes = 0;
+  std::string search, objective, provider, model, config, base_url;
+  double max_cost = 0;
+  double timeout_s = 0;
+  std::string python;
+  // --slurm [OPTIONS]: submit a job array instead of running here.
+  std::string slurm;
+  bool slurm_flag = false;
+  int gpus_per_task = 1;
+  std::string sbatch = "sbatch", squeue = "squeue", sacct = "sacct";
+  // report
+  std::string html, csv;
+  std::vector<std::string> baselines;
+};
+int run_bench_run(const BenchFlags& flags, const CommonFlags& common);
+int run_bench_status(const BenchFlags& flags, const CommonFlags& common);
+int run_bench_report(const BenchFlags& flags, const CommonFlags& common);
+// `kernelpro report RUN_DIR`: one run's page.
+int run_run_report(const std::string& run_dir, const std::string& html, const CommonFlags& common);
+
 }  // namespace kp::cli

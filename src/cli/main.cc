@@ -2,6 +2,9 @@
 // the result. Exit codes: 0 verdict ok (or check passed), 1 the candidate failed (an outcome
 // other than ok), 2 bad input or usage, 3 not run (no GPU on this machine), 4 internal or tool
 // failure.
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,6 +12,8 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <chrono>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -16,7 +21,33 @@
 #include "cli/commands.h"
 #include "verdict/protocol.h"
 
+namespace {
+
+// A problem's `kernelpro optimize` under `kernelpro bench run` (KP_CAMPAIGN_PID) stops as after
+// Ctrl-C (the evaluation in flight finishes, the store stays resumable) when the campaign's
+// process is gone, however it ended: a campaign killed with SIGKILL leaves no lane running.
+void stop_with_campaign() {
+  const char* pid_text = std::getenv("KP_CAMPAIGN_PID");
+  if (!pid_text || !*pid_text) return;
+  const int pid = std::atoi(pid_text);
+  if (pid <= 0) return;
+  std::thread([pid] {
+    const int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    if (fd >= 0) {
+      pollfd p{fd, POLLIN, 0};
+      while (poll(&p, 1, -1) < 0) {
+      }
+    } else {
+      while (kill(pid, 0) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    kill(getpid(), SIGINT);
+  }).detach();
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  stop_with_campaign();
   // Every worker this process starts, directly or under ncu, exits when this process does
   // (worker/orphan_watch.h).
   setenv(kp::eval::kOrchestratorPidEnv, std::to_string(getpid()).c_str(), 1);
@@ -232,6 +263,59 @@ int main(int argc, char** argv) {
   cutlass->add_option("--cutlass", common.cutlass, "CUTLASS checkout (default: $CUTLASS_PATH, else the nvidia-cutlass package)");
   cutlass->add_flag("--json", common.json, "print JSON");
 
+  kp::cli::BenchFlags bench_flags;
+  CLI::App* bench = app.add_subcommand("bench", "campaigns over a suite: run (resumable; every GPU, or Slurm), status, report");
+  bench->require_subcommand(1);
+  CLI::App* bench_run = bench->add_subcommand("run", "optimize every problem of a suite, one lane per GPU; the same command resumes");
+  {
+    auto& b = bench_flags;
+    bench_run->add_option("campaign", b.campaign, "the campaign folder (created by the first run)")->required();
+    bench_run->add_option("--suite", b.suite, "first run: a KernelBench folder (level1/...), a folder of task folders (examples/), a task folder, a problem .py, or a list file of these");
+    bench_run->add_option("--levels", b.levels, "KernelBench levels, e.g. 1,2")->delimiter(',')->check(CLI::Range(1, 9))->default_str("1,2,3");
+    bench_run->add_option("--only", b.only, "problem names or stems, e.g. gelu,19_ReLU")->delimiter(',');
+    bench_run->add_option("--problem", b.problems, "run only these problem ids of the campaign (what a Slurm task runs)")->delimiter(',');
+    bench_run->add_option("--gpus", b.gpus, "all (default), none (build only), inherit (the environment's CUDA_VISIBLE_DEVICES as one lane), or indices 0,2");
+    bench_run->add_option("--jobs", b.jobs, "nvcc processes at once over every lane (default: the cores)")->check(CLI::NonNegativeNumber);
+    bench_run->add_flag("--retry-failed", b.retry_failed, "run the failed problems again");
+    bench_run->add_flag("--no-baselines", b.no_baselines, "KernelBench: do not measure PyTorch eager and torch.compile first");
+    bench_run->add_option("--budget", b.budget, "candidates per problem (default 12)")->check(CLI::PositiveNumber);
+    bench_run->add_option("--minutes", b.minutes, "wall time per problem")->check(CLI::NonNegativeNumber);
+    bench_run->add_option("--search", b.search, "mcts (default), greedy or beam");
+    bench_run->add_option("--objective", b.objective, "time (default), energy, edp or energy-at-matched-time");
+    bench_run->add_option("--provider", b.provider, "openai, anthropic or command: a model writes the candidates (needed for KernelBench)");
+    bench_run->add_option("--model", b.model, "the model's name at the provider");
+    bench_run->add_option("--config", b.config, "TOML file with an [llm] table");
+    bench_run->add_option("--base-url", b.base_url, "the API's base URL");
+    bench_run->add_option("--max-cost", b.max_cost, "US dollars of LLM calls per problem")->check(CLI::NonNegativeNumber);
+    bench_run->add_option("--timeout", b.timeout_s, "seconds before a hanging evaluation is killed")->check(CLI::PositiveNumber);
+    bench_run->add_option("--python", b.python, "KernelBench: Python with PyTorch for the worker");
+    bench_run->add_option("--slurm", b.slurm, "submit a Slurm job array (one task per unfinished problem) with these sbatch options, e.g. \"--partition=gpu --time=2:00:00\"")->expected(0, 1);
+    bench_run->add_option("--gpus-per-task", b.gpus_per_task, "--slurm: GPUs per array task (default 1; 0: ask for none)")->check(CLI::NonNegativeNumber);
+    bench_run->add_option("--sbatch", b.sbatch, "the sbatch binary")->default_val("sbatch");
+    bench_run->add_option("--worker", common.worker, "kp-worker binary (default: beside kernelpro)");
+    bench_run->add_option("--nvcc", common.nvcc, "nvcc to use")->default_val("nvcc");
+    bench_run->add_option("--arch", common.arch, "target architecture");
+    bench_run->add_option("--cutlass", common.cutlass, "CUTLASS checkout for CuTe candidates");
+    bench_run->add_flag("--json", common.json, "print the summary as JSON");
+  }
+  CLI::App* bench_status = bench->add_subcommand("status", "the campaign's ledger: done, running, pending, failed; its Slurm jobs");
+  bench_status->add_option("campaign", bench_flags.campaign, "the campaign folder")->required();
+  bench_status->add_option("--squeue", bench_flags.squeue, "the squeue binary")->default_val("squeue");
+  bench_status->add_option("--sacct", bench_flags.sacct, "the sacct binary")->default_val("sacct");
+  bench_status->add_flag("--json", common.json, "print JSON");
+  CLI::App* bench_report = bench->add_subcommand("report", "the campaign's numbers: fast_p, geomean speedups, per problem; JSON, CSV, HTML");
+  bench_report->add_option("campaign", bench_flags.campaign, "the campaign folder")->required();
+  bench_report->add_option("--html", bench_flags.html, "write the page here (one self-contained file)");
+  bench_report->add_option("--csv", bench_flags.csv, "write one line per problem here");
+  bench_report->add_option("--baselines", bench_flags.baselines, "more folders with a kernelpro_baseline.json (e.g. bench/baselines/h200)")->delimiter(',');
+  bench_report->add_flag("--json", common.json, "print JSON instead of the tables");
+
+  std::string report_dir, report_html;
+  CLI::App* report = app.add_subcommand("report", "one run's page: its best candidate, search tree and diagnosis");
+  report->add_option("run_dir", report_dir, "an optimize run folder (with store.db)")->required();
+  report->add_option("--html", report_html, "write the page here");
+  report->add_flag("--json", common.json, "print JSON");
+
   CLI::App* doctor = app.add_subcommand("doctor", "is this machine ready? GPU, driver, nvcc, ncu, NVML, counters, CUTLASS");
   add_common(doctor);
 
@@ -271,6 +355,13 @@ int main(int argc, char** argv) {
     }
     if (*calibrate) return kp::cli::run_calibrate(calibrate_flags, common);
     if (*baseline) return kp::cli::run_baseline(baseline_flags);
+    if (*bench_run) {
+      bench_flags.slurm_flag = bench_run->count("--slurm") > 0;
+      return kp::cli::run_bench_run(bench_flags, common);
+    }
+    if (*bench_status) return kp::cli::run_bench_status(bench_flags, common);
+    if (*bench_report) return kp::cli::run_bench_report(bench_flags, common);
+    if (*report) return kp::cli::run_run_report(report_dir, report_html, common);
   } catch (const std::exception& e) {
     // Operational errors are Results; what arrives here is unexpected (a std::filesystem
     // error, bad_alloc): say what it was rather than abort.

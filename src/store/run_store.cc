@@ -305,6 +305,28 @@ Result<std::vector<EvaluationRow>> RunStore::evaluations() {
   return out;
 }
 
+Result<std::vector<RunStore::FindingRow>> RunStore::findings(int64_t candidate) {
+  KP_TRY(Stmt s, db_.prepare("SELECT f.tool, f.severity, f.text FROM findings f JOIN profiles p ON f.profile = p.id "
+                             "WHERE p.candidate = ? ORDER BY f.id"));
+  s.bind(1, candidate);
+  std::vector<FindingRow> out;
+  for (;;) {
+    KP_TRY(bool row, s.step());
+    if (!row) break;
+    out.push_back({s.text_at(0), s.text_at(1), s.text_at(2)});
+  }
+  return out;
+}
+
+Result<LlmSpend> RunStore::llm_spend() {
+  KP_TRY(Stmt s, db_.prepare("SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
+                             "COALESCE(SUM(cost_usd), 0) FROM llm_calls"));
+  KP_TRY(bool row, s.step());
+  LlmSpend out;
+  if (row) out = {s.int_at(0), s.int_at(1), s.int_at(2), s.double_at(3)};
+  return out;
+}
+
 Result<int64_t> RunStore::add_profile(int64_t candidate, const std::string& page_json) {
   KP_TRY(Stmt s, db_.prepare("INSERT INTO profiles (candidate, page_json) VALUES (?, ?)"));
   s.bind(1, candidate).bind(2, page_json);

@@ -61,6 +61,12 @@ struct Lesson {
   std::string evidence;            // the key numbers, one line
 };
 
+// What a run's LLM calls cost, summed.
+struct LlmSpend {
+  int64_t calls = 0, input_tokens = 0, output_tokens = 0;
+  double cost_usd = 0;
+};
+
 class RunStore {
  public:
   enum class Access { kWriter, kReader };
@@ -91,7 +97,13 @@ class RunStore {
 
   Result<int64_t> add_profile(int64_t candidate, const std::string& page_json);
   Status add_finding(int64_t profile, const std::string& tool, const std::string& severity, const std::string& text);
+  struct FindingRow {
+    std::string tool, severity, text;
+  };
+  // The findings of a candidate's profiles, in the order they were added.
+  Result<std::vector<FindingRow>> findings(int64_t candidate);
   Result<int64_t> add_llm_call(const LlmCallRow& call);
+  Result<LlmSpend> llm_spend();
   Result<int64_t> add_lesson(const Lesson& lesson);
   Result<std::vector<Lesson>> lessons_in_order();  // as they were added
   // Lessons, most relevant first: same bottleneck class and task category, then the same

@@ -1,0 +1,517 @@
+#include "driver/campaign.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "driver/baseline.h"
+#include "store/run_store.h"
+#include "sys/subprocess.h"
+#include "task/kernelbench_loader.h"
+#include "util/strings.h"
+
+namespace kp::driver {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+Status write_atomic(const fs::path& path, const std::string& text) {
+  fs::path tmp = path;
+  tmp += fmt::format(".tmp.{}", static_cast<long>(getpid()));
+  KP_TRY_STATUS(write_file(tmp.string(), text));
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return make_error(ErrorCode::kIo, fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(), ec.message()));
+  }
+  return ok_status();
+}
+
+bool is_native_task_dir(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p / "task.toml", ec);
+}
+
+bool is_kernelbench_suite(const fs::path& p) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(p, ec))
+    if (e.is_directory() && starts_with(e.path().filename().string(), "level")) return true;
+  return false;
+}
+
+// A KernelBench problem file as a campaign problem: "levelN/STEM" when it sits in a levelN folder.
+Result<CampaignProblem> kernelbench_problem(const fs::path& py) {
+  KP_TRY(task::Task t, task::load_kernelbench_problem(py));
+  CampaignProblem p;
+  p.kind = "kernelbench";
+  p.path = fs::absolute(py).lexically_normal();
+  p.level = t.level;
+  const std::string parent = p.path.parent_path().filename().string();
+  p.id = starts_with(parent, "level") ? parent + "/" + p.path.stem().string() : p.path.stem().string();
+  return p;
+}
+
+CampaignProblem native_problem(const fs::path& dir) {
+  CampaignProblem p;
+  p.kind = "native";
+  p.path = fs::absolute(dir).lexically_normal();
+  p.id = p.path.filename().string();
+  return p;
+}
+
+std::string hostname() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
+  return buf;
+}
+
+}  // namespace
+
+std::string CampaignProblem::folder() const {
+  std::string f = id;
+  std::replace(f.begin(), f.end(), '/', '-');
+  return f;
+}
+
+Result<std::vector<CampaignProblem>> list_campaign_problems(const fs::path& suite, const std::vector<int>& levels,
+                                                            const std::vector<std::string>& only) {
+  std::error_code ec;
+  std::vector<CampaignProblem> out;
+  const fs::path abs = fs::absolute(suite).lexically_normal();
+  auto keep = [&](const CampaignProblem& p) {
+    if (only.empty()) return true;
+    const std::string stem = fs::path(p.id).filename().string();
+    for (const auto& o : only)
+      if (o == p.id || o == stem || o == p.path.filename().string()) return true;
+    return false;
+  };
+  if (fs::is_regular_file(abs, ec) && abs.extension() != ".py") {
+    KP_TRY(std::string text, read_file(abs.string()));
+    int line_no = 0;
+    for (const auto& raw : split_lines(text)) {
+      ++line_no;
+      std::string line(trim(raw.substr(0, raw.find('#'))));
+      if (line.empty()) continue;
+      fs::path p = fs::path(line).is_absolute() ? fs::path(line) : abs.parent_path() / line;
+      if (p.extension() == ".py" && fs::is_regular_file(p, ec)) {
+        auto kb = kernelbench_problem(p);
+        if (!kb.ok()) return std::move(kb).error().wrap(fmt::format("{}:{}", abs.string(), line_no));
+        out.push_back(*kb);
+      } else if (is_native_task_dir(p)) {
+        out.push_back(native_problem(p));
+      } else {
+        return make_error(ErrorCode::kInvalidInput,
+                          fmt::format("{}:{}: '{}' is neither a native task folder (with task.toml) nor a KernelBench "
+                                      "problem .py; fix or remove the line",
+                                      abs.string(), line_no, line));
+      }
+    }
+  } else if (abs.extension() == ".py") {
+    KP_TRY(CampaignProblem p, kernelbench_problem(abs));
+    out.push_back(p);
+  } else if (is_native_task_dir(abs)) {
+    out.push_back(native_problem(abs));
+  } else if (fs::is_directory(abs, ec) && is_kernelbench_suite(abs)) {
+    KP_TRY(SuiteListing listing, list_suite(abs, levels, only));
+    for (const auto& sp : listing.problems) {
+      KP_TRY(CampaignProblem p, kernelbench_problem(sp.path));
+      out.push_back(p);
+    }
+  } else if (fs::is_directory(abs, ec)) {
+    std::vector<fs::path> dirs;
+    for (const auto& e : fs::directory_iterator(abs, ec))
+      if (e.is_directory() && is_native_task_dir(e.path())) dirs.push_back(e.path());
+    std::sort(dirs.begin(), dirs.end());
+    for (const auto& d : dirs) out.push_back(native_problem(d));
+    if (out.empty())
+      return make_error(ErrorCode::kNotFound,
+                        fmt::format("{}: no task folders (with task.toml) and no level1/, level2/... of KernelBench in it",
+                                    abs.string()));
+  } else {
+    return make_error(ErrorCode::kNotFound,
+                      fmt::format("{}: no such suite (a KernelBench folder, a folder of task folders, a task folder, "
+                                  "a problem .py, or a list file of these)",
+                                  suite.string()));
+  }
+  std::vector<CampaignProblem> kept;
+  std::set<std::string> matched, ids;
+  for (const auto& p : out) {
+    if (!keep(p)) continue;
+    if (!ids.insert(p.id).second)
+      return make_error(ErrorCode::kInvalidInput,
+                        fmt::format("{}: two problems have the id '{}'; name each once", suite.string(), p.id));
+    for (const auto& o : only)
+      if (o == p.id || o == fs::path(p.id).filename().string() || o == p.path.filename().string()) matched.insert(o);
+    kept.push_back(p);
+  }
+  for (const auto& o : only)
+    if (!matched.count(o))
+      return make_error(ErrorCode::kInvalidInput, fmt::format("--only {}: no problem of {} has that name", o, suite.string()));
+  if (kept.empty()) return make_error(ErrorCode::kInvalidInput, fmt::format("{}: no problem to run", suite.string()));
+  return kept;
+}
+
+json CampaignSpec::to_json() const {
+  json probs = json::array();
+  for (const auto& p : problems)
+    probs.push_back({{"id", p.id}, {"kind", p.kind}, {"path", p.path.string()}, {"level", p.level}});
+  return {{"format", "kernelpro-campaign"}, {"version", 1},     {"suite", suite},   {"problems", probs},
+          {"optimize_args", optimize_args}, {"python", python}, {"created", created}};
+}
+
+Result<CampaignSpec> CampaignSpec::from_json(const json& j) {
+  if (!j.is_object() || j.value("format", "") != "kernelpro-campaign")
+    return make_error(ErrorCode::kInvalidInput, "not a kernelpro campaign (no \"format\": \"kernelpro-campaign\")");
+  if (j.value("version", 0) != 1)
+    return make_error(ErrorCode::kInvalidInput,
+                      fmt::format("campaign version {} is not one this kernelpro reads (1)", j.value("version", 0)));
+  CampaignSpec s;
+  try {
+    s.suite = j.at("suite").get<std::string>();
+    for (const auto& p : j.at("problems"))
+      s.problems.push_back(CampaignProblem{p.at("id").get<std::string>(), p.at("kind").get<std::string>(),
+                                           p.at("path").get<std::string>(), p.value("level", 0)});
+    s.optimize_args = j.value("optimize_args", std::vector<std::string>{});
+    s.python = j.value("python", "");
+    s.created = j.value("created", "");
+  } catch (const json::exception& e) {
+    return make_error(ErrorCode::kInvalidInput, fmt::format("campaign.json: {}", e.what()));
+  }
+  return s;
+}
+
+Status save_campaign(const fs::path& dir, const CampaignSpec& spec) {
+  std::error_code ec;
+  fs::create_directories(dir / "runs", ec);
+  if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create {}: {}", (dir / "runs").string(), ec.message()));
+  return write_atomic(dir / kCampaignFile, spec.to_json().dump(2) + "\n");
+}
+
+Result<CampaignSpec> load_campaign(const fs::path& dir) {
+  const fs::path f = dir / kCampaignFile;
+  std::error_code ec;
+  if (!fs::exists(f, ec))
+    return make_error(ErrorCode::kNotFound,
+                      fmt::format("{}: no campaign here (no {}); start one with `kernelpro bench run {} --suite SUITE`",
+                                  dir.string(), kCampaignFile, dir.string()));
+  KP_TRY(std::string text, read_file(f.string()));
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return make_error(ErrorCode::kInvalidInput, fmt::format("{}: not JSON; fix or remove it", f.string()));
+  auto spec = CampaignSpec::from_json(j);
+  if (!spec.ok()) return std::move(spec).error().wrap(f.string());
+  return spec;
+}
+
+json ProblemStatus::to_json() const {
+  return {{"state", state},   {"attempts", attempts}, {"host", host},           {"pid", pid},       {"lane", lane},
+          {"started", started}, {"finished", finished}, {"exit_code", exit_code}, {"wall_s", wall_s}, {"error", error},
+          {"result", result}};
+}
+
+ProblemStatus ProblemStatus::from_json(const json& j) {
+  ProblemStatus s;
+  if (!j.is_object()) return s;
+  s.state = j.value("state", "pending");
+  s.attempts = j.value("attempts", 0);
+  s.host = j.value("host", "");
+  s.pid = j.value("pid", 0);
+  s.lane = j.value("lane", "");
+  s.started = j.value("started", "");
+  s.finished = j.value("finished", "");
+  s.exit_code = j.value("exit_code", 0);
+  s.wall_s = j.value("wall_s", 0.0);
+  s.error = j.value("error", "");
+  if (j.contains("result")) s.result = j["result"];
+  return s;
+}
+
+ProblemStatus read_problem_status(const fs::path& campaign_dir, const CampaignProblem& p) {
+  const fs::path run = campaign_dir / "runs" / p.folder();
+  ProblemStatus s;
+  if (auto text = read_file((run / kProblemStatusFile).string()); text.ok()) {
+    json j = json::parse(*text, nullptr, false);
+    if (!j.is_discarded()) s = ProblemStatus::from_json(j);
+  }
+  // Held by someone now? Taking the claim and letting it go again answers without side effects.
+  std::error_code ec;
+  if (fs::exists(run / "claim.lock", ec)) {
+    auto claim = ProblemClaim::try_take(campaign_dir, p);
+    if (claim.ok() && !claim->has_value()) s.state = "running";
+  }
+  return s;
+}
+
+Status write_problem_status(const fs::path& campaign_dir, const CampaignProblem& p, const ProblemStatus& status) {
+  const fs::path run = campaign_dir / "runs" / p.folder();
+  std::error_code ec;
+  fs::create_directories(run, ec);
+  if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create {}: {}", run.string(), ec.message()));
+  return write_atomic(run / kProblemStatusFile, status.to_json().dump(2) + "\n");
+}
+
+Result<std::optional<ProblemClaim>> ProblemClaim::try_take(const fs::path& campaign_dir, const CampaignProblem& p) {
+  const fs::path run = campaign_dir / "runs" / p.folder();
+  std::error_code ec;
+  fs::create_directories(run, ec);
+  const fs::path lock = run / "claim.lock";
+  int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return make_error(ErrorCode::kIo, fmt::format("cannot open {}: {}", lock.string(), std::strerror(errno)));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return std::optional<ProblemClaim>{};
+  }
+  return std::optional<ProblemClaim>{ProblemClaim(fd)};
+}
+
+ProblemClaim& ProblemClaim::operator=(ProblemClaim&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+ProblemClaim::~ProblemClaim() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+}
+
+std::vector<ProblemStatus> campaign_ledger(const fs::path& dir, const CampaignSpec& spec) {
+  std::vector<ProblemStatus> out;
+  for (const auto& p : spec.problems) out.push_back(read_problem_status(dir, p));
+  return out;
+}
+
+namespace {
+
+bool finished_state(const std::string& s) { return s == "done" || s == "failed" || s == "not_timed"; }
+
+// The store's count of evaluations, best ok speedup and LLM spend, read without a lock (WAL).
+void read_store_progress(const fs::path& store, LaneProgress& lane) {
+  std::error_code ec;
+  if (!fs::exists(store, ec)) return;
+  auto s = store::RunStore::open(store, store::RunStore::Access::kReader);
+  if (!s.ok()) return;
+  if (auto evals = s->evaluations(); evals.ok()) {
+    lane.candidates = static_cast<int>(evals->size());
+    for (const auto& e : *evals)
+      if (e.outcome == "ok") lane.best_speedup = std::max(lane.best_speedup, e.speedup);
+  }
+  if (auto spend = s->llm_spend(); spend.ok()) lane.cost_usd = spend->cost_usd;
+}
+
+// What one finished `kernelpro optimize` means for the ledger.
+void settle(ProblemStatus& st, const sys::Completed& c, const std::string& out, const std::string& log_tail) {
+  st.exit_code = c.exit_code;
+  json j = json::parse(out, nullptr, false);
+  st.result = j.is_object() ? j : json();
+  const std::string stopped = j.is_object() ? j.value("stopped", "") : "";
+  st.error.clear();
+  if (c.signal != 0 || c.timed_out) {
+    st.state = "failed";
+    st.error = fmt::format("kernelpro optimize {}; {}", c.describe(), log_tail);
+  } else if (c.exit_code == 0 && (stopped == "interrupted" || stopped == "pending")) {
+    st.state = "pending";
+  } else if (c.exit_code == 0) {
+    st.state = "done";
+  } else if (c.exit_code == 3 && stopped == "no_gpu") {
+    st.state = "not_timed";
+  } else if (c.exit_code == 3) {
+    st.state = "pending";  // the GPU was held by another process: a matter of the machine, retried
+    st.error = "the GPU was not available; the next run retries it";
+  } else {
+    st.state = "failed";
+    st.error = fmt::format("kernelpro optimize exited with status {}: {}", c.exit_code, log_tail);
+  }
+}
+
+}  // namespace
+
+Result<CampaignRun> run_campaign(const CampaignSpec& spec, const CampaignOptions& o) {
+  std::error_code ec;
+  fs::create_directories(o.dir / "runs", ec);
+  if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create {}: {}", (o.dir / "runs").string(), ec.message()));
+  std::vector<std::string> lanes;
+  if (o.inherit_gpu) {
+    lanes.push_back("gpu");
+  } else if (o.gpus.empty()) {
+    lanes.push_back("cpu");
+  } else {
+    for (const auto& g : o.gpus) lanes.push_back("gpu" + g);
+  }
+  std::set<std::string> only(o.only_ids.begin(), o.only_ids.end());
+  for (const auto& id : only)
+    if (std::none_of(spec.problems.begin(), spec.problems.end(), [&](const auto& p) { return p.id == id; }))
+      return make_error(ErrorCode::kInvalidInput, fmt::format("--problem {}: not a problem of this campaign", id));
+
+  std::mutex mu;  // guards everything below that the lanes share
+  CampaignRun run;
+  run.total = static_cast<int>(spec.problems.size());
+  std::vector<LaneProgress> progress(lanes.size());
+  std::map<std::string, int> gpu_retries;  // this run's retries of a problem whose GPU was held
+  std::set<std::string> gave_up;           // problems this run will not take again
+  int finished_here = 0;
+  const auto t0 = Clock::now();
+  std::atomic<bool> stop{false};
+  for (size_t i = 0; i < lanes.size(); ++i) progress[i].lane = lanes[i];
+
+  auto initial = campaign_ledger(o.dir, spec);
+  int finished_before = 0;
+  for (const auto& s : initial) finished_before += finished_state(s.state) && !(o.retry_failed && s.state == "failed");
+
+  auto report = [&](const std::string& event) {  // with mu held
+    if (!o.progress) return;
+    CampaignProgress p;
+    p.lanes = progress;
+    p.total = run.total;
+    p.finished = finished_before + finished_here;
+    p.elapsed_s = since(t0);
+    const int left = p.total - p.finished;
+    if (finished_here > 0) p.eta_s = p.elapsed_s / finished_here * left / static_cast<double>(lanes.size());
+    p.event = event;
+    o.progress(p);
+  };
+
+  // The next problem this lane may run, claimed; nullopt when none is left.
+  auto take = [&](std::optional<ProblemClaim>& claim) -> const CampaignProblem* {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& p : spec.problems) {
+      if (!only.empty() && !only.count(p.id)) continue;
+      if (gave_up.count(p.id)) continue;
+      ProblemStatus st = read_problem_status(o.dir, p);
+      if (st.state == "running") continue;
+      if (st.state == "done" || st.state == "not_timed") continue;
+      if (st.state == "failed" && !o.retry_failed) continue;
+      auto c = ProblemClaim::try_take(o.dir, p);
+      if (!c.ok() || !c->has_value()) continue;
+      // Read again under the claim: another process may have finished it meanwhile.
+      st = read_problem_status(o.dir, p);
+      if (st.state == "done" || st.state == "not_timed" || (st.state == "failed" && !o.retry_failed)) continue;
+      claim = std::move(*c);
+      gave_up.insert(p.id);  // taken: only a held GPU gives it back (below)
+      return &p;
+    }
+    return nullptr;
+  };
+
+  auto lane_main = [&](size_t lane_index) {
+    const std::string lane = lanes[lane_index];
+    while (!stop.load() && !(o.interrupted && o.interrupted())) {
+      std::optional<ProblemClaim> claim;
+      const CampaignProblem* p = take(claim);
+      if (!p) break;
+      const fs::path run_dir = o.dir / "runs" / p->folder();
+      ProblemStatus st = read_problem_status(o.dir, *p);
+      st.state = "running";
+      st.attempts += 1;
+      st.host = hostname();
+      st.pid = getpid();
+      st.lane = lane;
+      st.started = utc_now_iso8601();
+      st.finished.clear();
+      (void)write_problem_status(o.dir, *p, st);
+
+      sys::Command cmd;
+      cmd.argv = {o.kernelpro.string(), "optimize", p->path.string(), "--run-dir", run_dir.string(), "--json"};
+      if (fs::exists(run_dir / "store.db", ec)) cmd.argv.push_back("--resume");
+      if (p->kind == "kernelbench" && !spec.python.empty()) {
+        cmd.argv.push_back("--python");
+        cmd.argv.push_back(spec.python);
+      }
+      for (const auto& a : spec.optimize_args) cmd.argv.push_back(a);
+      cmd.env_set = o.env;
+      cmd.env_set.push_back({"KP_CAMPAIGN_PID", std::to_string(getpid())});
+      if (lane == "cpu")
+        cmd.env_set.push_back({"CUDA_VISIBLE_DEVICES", ""});
+      else if (!o.inherit_gpu)
+        cmd.env_set.push_back({"CUDA_VISIBLE_DEVICES", lane.substr(3)});
+      if (o.build_slots > 0)
+        cmd.env_set.push_back({"KP_BUILD_SLOTS", fmt::format("{}:{}", (o.dir / ".build-slots").string(), o.build_slots)});
+      cmd.stdout_path = (run_dir / "optimize.json").string();
+      cmd.stderr_path = (run_dir / "optimize.log").string();
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        progress[lane_index] = LaneProgress{lane, p->id, 0, 0, 0, 0};
+        ++run.ran;
+        report(fmt::format("{}: {} started (attempt {})", lane, p->id, st.attempts));
+      }
+      const auto started = Clock::now();
+      auto child = sys::Process::spawn(cmd);
+      sys::Completed done;
+      if (!child.ok()) {
+        done.exit_code = 4;
+        st.error = child.error().message;
+      } else {
+        bool signalled = false;
+        while ((*child)->running()) {
+          if (!signalled && o.interrupted && o.interrupted()) {
+            ::kill((*child)->pid(), SIGINT);  // optimize stops after the evaluation in flight
+            signalled = true;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(o.poll_s * 1000)));
+          LaneProgress lp{lane, p->id, 0, 0, 0, since(started)};
+          read_store_progress(run_dir / "store.db", lp);
+          std::lock_guard<std::mutex> lock(mu);
+          progress[lane_index] = lp;
+          report("");
+        }
+        done = (*child)->wait(std::chrono::seconds(5));
+      }
+      st.wall_s = since(started);
+      st.finished = utc_now_iso8601();
+      auto out_text = read_file((run_dir / "optimize.json").string());
+      auto log_text = read_file((run_dir / "optimize.log").string());
+      const std::string out = out_text.ok() ? *out_text : "";
+      const std::string log = log_text.ok() ? *log_text : "";
+      if (child.ok()) settle(st, done, out, std::string(trim(tail_lines(log, 3))));
+      else st.state = "failed";
+      (void)write_problem_status(o.dir, *p, st);
+      claim.reset();
+      std::lock_guard<std::mutex> lock(mu);
+      if (st.state == "pending" && st.exit_code == 3 && ++gpu_retries[p->id] <= 2) gave_up.erase(p->id);
+      if (finished_state(st.state)) ++finished_here;
+      progress[lane_index] = LaneProgress{lane, "", 0, 0, 0, 0};
+      std::string what = st.state;
+      if (st.state == "done" && st.result.is_object())
+        what = fmt::format("done: {:.2f}x the reference, {} candidate(s), stopped: {}",
+                           st.result.value("speedup_vs_reference", 0.0), st.result.value("nodes", 0),
+                           st.result.value("stopped", "?"));
+      else if (!st.error.empty())
+        what += ": " + st.error;
+      report(fmt::format("{}: {} {} ({})", lane, p->id, what, format_seconds(st.wall_s)));
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < lanes.size(); ++i) threads.emplace_back(lane_main, i);
+  for (auto& t : threads) t.join();
+
+  run.interrupted = o.interrupted && o.interrupted();
+  for (const auto& s : campaign_ledger(o.dir, spec)) {
+    if (s.state == "done") ++run.done;
+    else if (s.state == "failed") ++run.failed;
+    else if (s.state == "not_timed") ++run.not_timed;
+    else if (s.state == "running") ++run.busy_elsewhere;
+    else ++run.pending;
+  }
+  return run;
+}
+
+}  // namespace kp::driver

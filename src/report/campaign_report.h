@@ -1,0 +1,96 @@
+// `kernelpro bench report CAMPAIGN` and `kernelpro report RUN_DIR`: the numbers of the field, read
+// from the campaign's ledger, each problem's run store, and the PyTorch baselines measured on the
+// same GPU model. Printers: text for the terminal, JSON and CSV for scripts, and one
+// self-contained HTML page (inline SVG, no script, no network) for people.
+//
+// Definitions:
+//   speedup      the reference's time over the best candidate's, both timed in the candidate's
+//                own evaluation (KernelBench: the problem's Model, i.e. PyTorch eager)
+//   vs eager / vs compile   `kernelpro baseline`'s median time of PyTorch eager / torch.compile
+//                over the best candidate's; only from a baseline measured on the card the
+//                candidate was timed on (never mixed across cards)
+//   fast_p       KernelBench's: the fraction of the group's problems (every problem listed, run
+//                or not) with a correct candidate more than p times faster than the reference;
+//                fast_0 is the correctness rate
+//   geomean      of the speedups of the problems with a correct candidate
+//   speed of light   the physics floor (ideal bytes over measured DRAM bandwidth, or ideal FLOPs
+//                over the peak) over the best time: 1.0 is the roofline
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/result.h"
+
+namespace kp::report {
+
+inline constexpr double kFastP[] = {0.0, 1.0, 1.5, 2.0};
+
+struct TreeNode {
+  int64_t id = 0, parent = -1;
+  std::string outcome;  // the verdict's outcome; "" while not measured
+  double seconds = 0;   // 0 unless ok
+  std::string direction;
+  bool on_best_path = false;
+};
+
+struct ProblemResult {
+  std::string id, kind, group, state;  // group: "level1", "native"
+  int level = 0;
+  std::string error;                    // the ledger's, for failed problems
+  bool correct = false;                 // a candidate passed every check
+  double best_s = 0, reference_s = 0, speedup = 0;
+  double eager_s = 0, compile_s = 0, vs_eager = 0, vs_compile = 0;  // 0: no baseline on this card
+  double floor_s = 0, speed_of_light = 0;
+  double joules_per_call = 0;
+  double achieved_flops = 0, achieved_bytes = 0;  // per second, of the best candidate
+  int candidates = 0, ok_candidates = 0;
+  int64_t llm_calls = 0, tokens = 0;
+  double cost_usd = 0;
+  std::string device;       // the card the best candidate was timed on
+  std::string best_source;  // best.cu, when the run wrote one
+  std::vector<std::string> diagnosis;  // the best candidate's findings, "tool: text"
+  std::vector<TreeNode> tree;
+};
+
+struct GroupSummary {
+  std::string group;
+  int problems = 0, correct = 0;
+  double fast_p[4] = {0, 0, 0, 0};  // for kFastP
+  double geomean_speedup = 0;       // 0: no correct problem
+  double geomean_vs_eager = 0, geomean_vs_compile = 0;
+  int with_eager = 0, with_compile = 0;
+  double correctness_rate = 0;
+  int candidates = 0;
+  double cost_usd = 0;
+};
+
+struct CampaignReport {
+  std::string title;  // the campaign or run folder
+  std::vector<ProblemResult> problems;
+  std::vector<GroupSummary> groups;  // by group name; "all" last when there is more than one
+  std::vector<std::string> notes;    // e.g. a baseline left out because it was measured on another card
+};
+
+// A run folder (store.db) as one problem's result. `id`/`kind` name it in the report.
+Result<ProblemResult> read_run(const std::filesystem::path& run_dir, const std::string& id, const std::string& kind,
+                               int level);
+
+// The whole campaign. `baselines`: more folders to look for kernelpro_baseline.json in (besides
+// CAMPAIGN/baselines/*), e.g. bench/baselines/h200.
+Result<CampaignReport> campaign_report(const std::filesystem::path& campaign_dir,
+                                       const std::vector<std::filesystem::path>& baselines = {});
+
+// Fills `groups` from `problems` (exposed for tests).
+void summarize(CampaignReport& r);
+
+nlohmann::json to_json(const CampaignReport& r);
+std::string to_csv(const CampaignReport& r);   // one line per problem, a header first
+std::string to_text(const CampaignReport& r);  // the groups' table, then the problems'
+std::string to_html(const CampaignReport& r);  // a self-contained page
+
+}  // namespace kp::report

@@ -1,0 +1,147 @@
+// The campaign report's numbers (fast_p, geomeans, baselines only from the same card) and its
+// printers, from run stores written through the store's own API.
+#include "report/campaign_report.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "driver/baseline.h"
+#include "driver/campaign.h"
+#include "store/run_store.h"
+#include "sys/temp_dir.h"
+#include "util/strings.h"
+
+namespace kp::report {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+ProblemResult problem(const std::string& group, bool correct, double speedup) {
+  ProblemResult p;
+  p.id = group + "/" + std::to_string(speedup);
+  p.group = group;
+  p.correct = correct;
+  p.speedup = correct ? speedup : 0;
+  return p;
+}
+
+TEST(CampaignReport, FastPCountsEveryListedProblemAndGeomeansOnlyTheCorrectOnes) {
+  CampaignReport r;
+  r.problems = {problem("level1", true, 0.5), problem("level1", true, 1.2), problem("level1", true, 2.0),
+                problem("level1", true, 3.0), problem("level1", false, 0), problem("native", true, 4.0)};
+  summarize(r);
+  ASSERT_EQ(r.groups.size(), 3u);  // level1, native, all
+  const GroupSummary& g = r.groups[0];
+  EXPECT_EQ(g.group, "level1");
+  EXPECT_EQ(g.problems, 5);
+  EXPECT_EQ(g.correct, 4);
+  EXPECT_DOUBLE_EQ(g.fast_p[0], 4.0 / 5) << "fast_0 is the correctness rate";
+  EXPECT_DOUBLE_EQ(g.fast_p[1], 3.0 / 5);
+  EXPECT_DOUBLE_EQ(g.fast_p[2], 2.0 / 5);
+  EXPECT_DOUBLE_EQ(g.fast_p[3], 1.0 / 5) << "2.0x is not more than 2 times faster";
+  EXPECT_NEAR(g.geomean_speedup, std::pow(0.5 * 1.2 * 2.0 * 3.0, 0.25), 1e-12);
+  EXPECT_EQ(r.groups[2].group, "all");
+  EXPECT_EQ(r.groups[2].problems, 6);
+}
+
+class CampaignReportDir : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = std::make_unique<sys::TempDir>(sys::TempDir::create("kp-creport-").value()); }
+  fs::path campaign() const { return dir_->path() / "campaign"; }
+
+  // A campaign of one KernelBench problem whose run store holds a seed (ok, 2 ms) and a faster
+  // child (ok, 1 ms) timed on `card`, and an incorrect one.
+  void make(const std::string& card) {
+    const fs::path py = dir_->path() / "KernelBench" / "level1" / "19_ReLU.py";
+    fs::create_directories(py.parent_path());
+    driver::CampaignSpec spec;
+    spec.suite = (dir_->path() / "KernelBench").string();
+    spec.problems.push_back({"level1/19_ReLU", "kernelbench", py, 1});
+    ASSERT_TRUE(driver::save_campaign(campaign(), spec).ok());
+    driver::ProblemStatus st;
+    st.state = "done";
+    ASSERT_TRUE(driver::write_problem_status(campaign(), spec.problems[0], st).ok());
+    auto s = store::RunStore::open(campaign() / "runs" / "level1-19_ReLU" / "store.db").value();
+    const int64_t c0 = s.add_candidate("seed", "").value(), c1 = s.add_candidate("fast", "").value(),
+                  c2 = s.add_candidate("wrong", "").value();
+    const int64_t root = s.add_node({0, -1, "root", "seed", c0}).value();
+    const int64_t fast = s.add_node({0, root, "idea", "float4 loads", c1}).value();
+    const int64_t wrong = s.add_node({0, root, "idea", "skip the tail", c2}).value();
+    auto report = [&](double t) {
+      return json{{"reference_median_s", 0.004}, {"physics_floor_s", 0.0005}, {"device", {{"name", card}}},
+                  {"achieved_bytes_per_s", 2e12}, {"achieved_flops_per_s", 5e11}}
+          .dump();
+    };
+    ASSERT_TRUE(s.record_evaluation(root, {c0, "ok", "", 0.002, 0.5, 2.0, report(0.002)}, true, 0.002, 0.5).ok());
+    ASSERT_TRUE(s.record_evaluation(fast, {c1, "ok", "", 0.001, 0.25, 4.0, report(0.001)}, true, 0.001, 0.25).ok());
+    ASSERT_TRUE(s.record_evaluation(wrong, {c2, "incorrect", "max abs error 3", 0, 0, 0, "{}"}, false, 0, 0).ok());
+    const int64_t prof = s.add_profile(c1, "{}").value();
+    ASSERT_TRUE(s.add_finding(prof, "dram_bound", "info", "DRAM at 80% of peak").ok());
+    ASSERT_TRUE(s.add_llm_call({"coder", "openai", "m", "{}", "{}", "", 100, 50, 0.02, 1.0, false}).ok());
+    // A baseline measured on the H200.
+    json doc = driver::empty_baseline_doc();
+    doc["hardware"] = "NVIDIA H200";
+    doc["problems"]["level1"]["19_ReLU.py"]["results"] = {
+        {"eager", {{"ok", true}, {"median_ms", 3.0}}}, {"compile", {{"ok", true}, {"median_ms", 2.0}}}};
+    ASSERT_TRUE(driver::write_baseline_files(campaign() / "baselines" / "nvidia-h200", doc).ok());
+  }
+  std::unique_ptr<sys::TempDir> dir_;
+};
+
+TEST_F(CampaignReportDir, TheBestCandidateIsComparedWithTheBaselinesOfItsOwnCard) {
+  make("NVIDIA H200");
+  auto r = campaign_report(campaign());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->problems.size(), 1u);
+  const ProblemResult& p = r->problems[0];
+  EXPECT_TRUE(p.correct);
+  EXPECT_DOUBLE_EQ(p.best_s, 0.001);
+  EXPECT_DOUBLE_EQ(p.speedup, 4.0);
+  EXPECT_NEAR(p.vs_eager, 3.0, 1e-9);
+  EXPECT_NEAR(p.vs_compile, 2.0, 1e-9);
+  EXPECT_NEAR(p.speed_of_light, 0.5, 1e-9);
+  EXPECT_EQ(p.candidates, 3);
+  EXPECT_EQ(p.llm_calls, 1);
+  EXPECT_EQ(p.tokens, 150);
+  ASSERT_EQ(p.diagnosis.size(), 1u);
+  EXPECT_NE(p.diagnosis[0].find("DRAM at 80%"), std::string::npos);
+  int on_path = 0;
+  for (const auto& t : p.tree) on_path += t.on_best_path;
+  EXPECT_EQ(on_path, 2) << "the path to the best is the root and its fast child";
+  EXPECT_TRUE(r->notes.empty());
+}
+
+TEST_F(CampaignReportDir, ABaselineOfAnotherCardIsNeverUsed) {
+  make("NVIDIA H100 80GB HBM3");
+  auto r = campaign_report(campaign());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->problems[0].vs_eager, 0);
+  EXPECT_EQ(r->problems[0].vs_compile, 0);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_NE(r->notes[0].find("NVIDIA H100"), std::string::npos);
+}
+
+TEST_F(CampaignReportDir, ThePrintersCarryTheSameNumbers) {
+  make("NVIDIA H200");
+  auto r = campaign_report(campaign()).value();
+  const json j = to_json(r);
+  EXPECT_EQ(j["groups"][0]["group"], "level1");
+  EXPECT_DOUBLE_EQ(j["groups"][0]["fast_p"]["1.5"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(j["problems"][0]["speedup"].get<double>(), 4.0);
+  const auto csv = split_lines(to_csv(r));
+  ASSERT_EQ(csv.size(), 2u);
+  EXPECT_EQ(split(csv[0], ',')[6], "speedup");
+  EXPECT_EQ(split(csv[1], ',')[6], "4");
+  const std::string html = to_html(r);
+  for (const char* part : {"<table id=\"summary\"", "<table id=\"problems\"", "class=\"plot hist\"", "class=\"plot bars\"",
+                           "class=\"plot roofline\"", "class=\"plot tree\"", "DRAM at 80%"})
+    EXPECT_NE(html.find(part), std::string::npos) << part;
+  EXPECT_EQ(html.find("<script"), std::string::npos) << "the page needs no script";
+  EXPECT_EQ(html.find("http"), std::string::npos) << "the page loads nothing from the network";
+  EXPECT_NE(to_text(r).find("4.00x"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kp::report
