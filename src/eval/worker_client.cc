@@ -71,7 +71,15 @@ Status WorkerClient::spawn() {
   if (!options_.prewarm_metrics.empty() && !options_.rangeprof_library.empty())
     hello["prewarm_profiler"] = {{"metrics", options_.prewarm_metrics},
                                  {"rangeprof_library", fs::absolute(options_.rangeprof_library).string()}};
-  KP_TRY_STATUS(process_->send_line(hello.dump()));
+  if (auto sent = process_->send_line(hello.dump()); !sent.ok()) {
+    // It exited before reading its hello (a bad build, a missing library): as broken as one
+    // that dies after reading it, whichever came first.
+    auto how = process_->kill();
+    std::string err = read_log_since(options_.scratch_dir / "worker.stderr.log", 0);
+    drop_process();
+    return make_error(ErrorCode::kTool, fmt::format("the worker did not start ({}): {}{}", how.describe(),
+                                                    sent.error().message, err.empty() ? "" : "\n" + err));
+  }
   hello_pending_ = true;
   return ok_status();
 }
