@@ -19,6 +19,24 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# Tools only the tests use (scripts/test.sh sets KP_TEST_TOOLS=1): Chromium renders the campaign
+# report's page (tests/e2e/html_report_chromium_test.py); slurm-wlm and munge run a one-node
+# Slurm cluster for the campaign's job arrays (scripts/slurm_localhost.sh). A failure here is a
+# warning: those tests then report skipped.
+if [ "${KP_TEST_TOOLS:-0}" = 1 ]; then
+  test_missing=()
+  for p in chromium slurm-wlm munge; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || test_missing+=("$p")
+  done
+  if ((${#test_missing[@]})); then
+    echo "setup: installing the test tools ${test_missing[*]}"
+    sudo_cmd=(); [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+    { "${sudo_cmd[@]}" apt-get update -qq &&
+      DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${test_missing[@]}" >/dev/null; } ||
+      echo "setup: warning: could not install ${test_missing[*]}; the browser and Slurm tests will be skipped" >&2
+  fi
+fi
+
 if ! command -v nvcc >/dev/null 2>&1; then
   for d in /usr/local/cuda/bin /usr/local/cuda-13.0/bin /usr/local/cuda-12/bin; do
     [ -x "$d/nvcc" ] && export PATH="$d:$PATH" && break

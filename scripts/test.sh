@@ -3,6 +3,6 @@
 # report "skipped" with the reason, never "passed". Extra arguments go to ctest (e.g. -L unit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+KP_TEST_TOOLS=1 bash scripts/setup.sh
 export PATH="$PATH:/usr/local/cuda/bin"
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900 "$@"
