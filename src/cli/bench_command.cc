@@ -9,6 +9,8 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -181,17 +183,68 @@ void measure_baselines(const driver::CampaignSpec& spec, const BenchFlags& f, co
   }
 }
 
+// The campaign's submitted jobs (slurm/jobs.txt): job id -> its problem list's file name.
+std::vector<std::pair<std::string, std::string>> submitted_jobs(const fs::path& dir) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto jobs = read_file((dir / "slurm" / "jobs.txt").string());
+  if (!jobs.ok()) return out;
+  for (const auto& l : split_lines(*jobs)) {
+    auto parts = split(std::string(trim(l)), ' ');
+    if (parts.size() >= 2 && !parts[0].empty()) out.push_back({parts[0], parts[1]});
+  }
+  return out;
+}
+
+// The problems whose array tasks Slurm still holds (pending or running), from squeue and the
+// lists the jobs were submitted with; empty when squeue cannot say.
+std::set<std::string> queued_problems(const fs::path& dir, const std::string& squeue) {
+  std::set<std::string> out;
+  const auto jobs = submitted_jobs(dir);
+  if (jobs.empty()) return out;
+  std::vector<std::string> ids;
+  std::map<std::string, std::vector<std::string>> list_of;
+  for (const auto& [job, list] : jobs) {
+    ids.push_back(job);
+    auto text = read_file((dir / "slurm" / list).string());
+    list_of[job] = text.ok() ? split_lines(*text) : std::vector<std::string>{};
+  }
+  auto q = sys::run(sys::Command{.argv = {squeue, "-h", "-r", "-j", join(ids, ","), "-o", "%i %T"},
+                                 .timeout = std::chrono::seconds(30)});
+  if (!q.ok() || !q->success()) return out;
+  for (const auto& l : split_lines(q->stdout_text)) {
+    auto parts = split(std::string(trim(l)), ' ');  // "JOB_TASK STATE"
+    if (parts.size() < 2) continue;
+    const auto us = parts[0].find('_');
+    if (us == std::string::npos) continue;
+    const std::string job = parts[0].substr(0, us);
+    int task = -1;
+    try {
+      task = std::stoi(parts[0].substr(us + 1));
+    } catch (const std::exception&) {
+      continue;  // "13_[0-3]": a range not yet split; -r splits them
+    }
+    const auto& lines = list_of[job];
+    if (task >= 0 && task < static_cast<int>(lines.size()) && (parts[1] == "PENDING" || parts[1] == "RUNNING" ||
+                                                               parts[1] == "CONFIGURING" || parts[1] == "COMPLETING"))
+      out.insert(std::string(trim(lines[task])));
+  }
+  return out;
+}
+
 int submit_slurm(const driver::CampaignSpec& spec, const BenchFlags& f) {
   const fs::path dir = fs::absolute(f.campaign).lexically_normal();
   std::vector<std::string> ids;
   const auto ledger = driver::campaign_ledger(dir, spec);
+  const std::set<std::string> queued = queued_problems(dir, f.squeue);
   for (size_t i = 0; i < spec.problems.size(); ++i) {
     const auto& s = ledger[i].state;
     if (s == "done" || s == "not_timed" || s == "running" || (s == "failed" && !f.retry_failed)) continue;
+    if (queued.count(spec.problems[i].id)) continue;  // an earlier array's task still holds it
     ids.push_back(spec.problems[i].id);
   }
   if (ids.empty()) {
-    std::cout << "Nothing to submit: every problem is done, failed (--retry-failed runs those again) or running.\n";
+    std::cout << "Nothing to submit: every problem is done, failed (--retry-failed runs those again), running, or "
+                 "queued in an earlier array.\n";
     return kExitOk;
   }
   const fs::path sdir = dir / "slurm";
@@ -223,6 +276,10 @@ int submit_slurm(const driver::CampaignSpec& spec, const BenchFlags& f) {
   c.argv.push_back(script.string());
   c.timeout = std::chrono::seconds(60);
   auto r = sys::run(c);
+  if (!r.ok() || !r->success()) {  // nothing was submitted: the next submission takes this number
+    fs::remove(list, ec);
+    fs::remove(script, ec);
+  }
   if (!r.ok()) return exit_for(r.error());
   if (!r->success())
     return exit_for(make_error(ErrorCode::kTool, fmt::format("sbatch {}: {}", r->describe(),
@@ -305,11 +362,10 @@ int run_bench_status(const BenchFlags& f, const CommonFlags& common) {
   // The Slurm jobs this campaign submitted, as squeue (queued, running) and sacct (finished) see them.
   std::vector<std::string> job_lines;
   std::vector<std::string> job_ids;
-  if (auto jobs = read_file((fs::path(f.campaign) / "slurm" / "jobs.txt").string()); jobs.ok())
-    for (const auto& l : split_lines(*jobs))
-      if (auto parts = split(std::string(trim(l)), ' '); !parts.empty() && !parts[0].empty()) job_ids.push_back(parts[0]);
+  for (const auto& [job, list] : submitted_jobs(f.campaign)) job_ids.push_back(job);
   if (!job_ids.empty()) {
-    auto q = sys::run(sys::Command{.argv = {f.squeue, "-h", "-r", "-j", join(job_ids, ","), "-o", "%i %T %N %M"},
+    // -t all: also the tasks that ended lately (Slurm keeps them MinJobAge, 300 s by default).
+    auto q = sys::run(sys::Command{.argv = {f.squeue, "-h", "-r", "-t", "all", "-j", join(job_ids, ","), "-o", "%i %T %M %N"},
                                    .timeout = std::chrono::seconds(30)});
     if (q.ok() && q->success()) {
       for (const auto& l : split_lines(q->stdout_text))
@@ -320,9 +376,13 @@ int run_bench_status(const BenchFlags& f, const CommonFlags& common) {
     }
     auto a = sys::run(sys::Command{.argv = {f.sacct, "-n", "-P", "-X", "-j", join(job_ids, ","), "--format=JobID,State,ExitCode"},
                                    .timeout = std::chrono::seconds(30)});
-    if (a.ok() && a->success())
+    if (a.ok() && a->success()) {
       for (const auto& l : split_lines(a->stdout_text))
         if (!trim(l).empty()) job_lines.push_back("sacct: " + std::string(trim(l)));
+    } else {
+      job_lines.push_back(fmt::format("sacct could not say ({}); tasks that ended long ago show only in the ledger",
+                                      a.ok() ? std::string(trim(a->stderr_text + a->stdout_text)) : a.error().message));
+    }
   }
   if (common.json) {
     json probs = json::array();

@@ -289,9 +289,10 @@ int main(int argc, char** argv) {
     bench_run->add_option("--max-cost", b.max_cost, "US dollars of LLM calls per problem")->check(CLI::NonNegativeNumber);
     bench_run->add_option("--timeout", b.timeout_s, "seconds before a hanging evaluation is killed")->check(CLI::PositiveNumber);
     bench_run->add_option("--python", b.python, "KernelBench: Python with PyTorch for the worker");
-    bench_run->add_option("--slurm", b.slurm, "submit a Slurm job array (one task per unfinished problem) with these sbatch options, e.g. \"--partition=gpu --time=2:00:00\"")->expected(0, 1);
+    bench_run->add_option("--slurm", b.slurm, "submit a Slurm job array (one task per unfinished problem) with these sbatch options, split at spaces (no quoting), e.g. \"--partition=gpu --time=2:00:00\"")->expected(0, 1);
     bench_run->add_option("--gpus-per-task", b.gpus_per_task, "--slurm: GPUs per array task (default 1; 0: ask for none)")->check(CLI::NonNegativeNumber);
     bench_run->add_option("--sbatch", b.sbatch, "the sbatch binary")->default_val("sbatch");
+    bench_run->add_option("--squeue", b.squeue, "the squeue binary (a resubmission skips the problems an earlier array still holds)")->default_val("squeue");
     bench_run->add_option("--worker", common.worker, "kp-worker binary (default: beside kernelpro)");
     bench_run->add_option("--nvcc", common.nvcc, "nvcc to use")->default_val("nvcc");
     bench_run->add_option("--arch", common.arch, "target architecture");

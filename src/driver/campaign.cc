@@ -332,6 +332,9 @@ void settle(ProblemStatus& st, const sys::Completed& c, const std::string& out, 
     st.state = "pending";
   } else if (c.exit_code == 0) {
     st.state = "done";
+  } else if (c.exit_code == 5) {
+    st.state = "pending";  // the manual provider waits for an answer; the next run resumes
+    st.error = "a prompt waits for its answer (the manual provider); answer it, then run the campaign again";
   } else if (c.exit_code == 3 && stopped == "no_gpu") {
     st.state = "not_timed";
   } else if (c.exit_code == 3) {

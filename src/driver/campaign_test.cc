@@ -170,6 +170,14 @@ TEST_F(CampaignTest, AHeldGpuLeavesTheProblemPendingAfterTwoRetries) {
   EXPECT_EQ(calls().size(), 3u) << "the first try and two retries";
 }
 
+TEST_F(CampaignTest, AManualPromptWaitingForItsAnswerLeavesTheProblemPending) {
+  CampaignSpec s = spec({"a_manual"});
+  auto run = run_campaign(s, options());
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->pending, 1);
+  EXPECT_NE(campaign_ledger(root() / "campaign", s)[0].error.find("answer"), std::string::npos);
+}
+
 TEST_F(CampaignTest, WithoutAGpuTheLaneHidesEveryDevice) {
   CampaignSpec s = spec({"a_nogpu"});
   auto run = run_campaign(s, options({}));

@@ -6,6 +6,7 @@
 #   *fails*   exits 4 with a message on stderr, as a broken tool
 #   *nogpu*   exits 3 with {"stopped":"no_gpu"}, as on a machine without a GPU
 #   *busy*    exits 3 with {"stopped":"gpu_unavailable"}, as when another process holds the GPU
+#   *manual*  exits 5 with {"stopped":"pending"}, as when a manual prompt waits for its answer
 #   *slow*    waits for SIGINT (up to 30 s), then prints {"stopped":"interrupted"} and exits 0
 #   other     prints {"stopped":"budget","speedup_vs_reference":1.5,"nodes":3} and exits 0
 task=$2
@@ -17,6 +18,7 @@ case "$(basename "$task")" in
   *fails*) echo "fake kernelpro: internal error: boom" >&2; exit 4 ;;
   *nogpu*) echo '{"stopped":"no_gpu","nodes":1}'; exit 3 ;;
   *busy*) echo '{"stopped":"gpu_unavailable","nodes":0}'; exit 3 ;;
+  *manual*) echo '{"stopped":"pending","nodes":1}'; exit 5 ;;
   *slow*)
     trap 'echo "{\"stopped\":\"interrupted\",\"nodes\":1}"; exit 0' INT
     i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
