@@ -463,11 +463,15 @@ Result<CampaignRun> run_campaign(const CampaignSpec& spec, const CampaignOptions
         done.exit_code = 4;
         st.error = child.error().message;
       } else {
-        bool signalled = false;
+        std::optional<Clock::time_point> signalled;
         while ((*child)->running()) {
           if (!signalled && o.interrupted && o.interrupted()) {
             ::kill((*child)->pid(), SIGINT);  // optimize stops after the evaluation in flight
-            signalled = true;
+            signalled = Clock::now();
+          }
+          if (signalled && since(*signalled) > o.stop_grace_s) {
+            (void)(*child)->kill();  // its evaluation did not end in time: the store keeps what it finished
+            break;
           }
           std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(o.poll_s * 1000)));
           LaneProgress lp{lane, p->id, 0, 0, 0, since(started)};

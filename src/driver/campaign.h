@@ -139,6 +139,9 @@ struct CampaignOptions {
   std::function<bool()> interrupted;                    // stop: lanes finish (SIGINT their child) and stop
   std::function<void(const CampaignProgress&)> progress;
   double poll_s = 1.0;
+  // After `interrupted`, a child still running this long is killed (its group); what its store
+  // committed stays, the evaluation in flight is lost.
+  double stop_grace_s = 60;
 };
 
 struct CampaignRun {

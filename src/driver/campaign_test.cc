@@ -201,6 +201,19 @@ TEST_F(CampaignTest, AnInterruptStopsTheChildAndLeavesItsProblemPending) {
   EXPECT_EQ(calls().size(), 1u) << "a lane took a new problem after the interrupt";
 }
 
+TEST_F(CampaignTest, AChildThatIgnoresTheInterruptIsKilledAfterTheGrace) {
+  CampaignSpec s = spec({"a_stubborn_slow"});
+  CampaignOptions o = options();
+  o.env.push_back({"FAKE_IGNORE_INT", "1"});
+  o.stop_grace_s = 0.3;
+  const auto t0 = std::chrono::steady_clock::now();
+  o.interrupted = [&] { return std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(300); };
+  auto run = run_campaign(s, o);
+  ASSERT_TRUE(run.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10)) << "the campaign waited for its child";
+  EXPECT_EQ(campaign_ledger(o.dir, s)[0].state, "failed") << "killed: its evaluation in flight is lost";
+}
+
 TEST_F(CampaignTest, ATaskOfAJobArrayRunsOnlyItsProblemOnTheGpuItWasGiven) {
   CampaignSpec s = spec({"a", "b"});
   CampaignOptions o = options();

@@ -120,5 +120,34 @@ TEST_F(BenchE2e, ASlurmArrayRunsOneProblemPerTaskAndAResubmissionOnlyWhatIsLeft)
   EXPECT_EQ(read_file((campaign() / "slurm" / "submit-1.list").string()).value(), "transpose\n");
 }
 
+// A KernelBench campaign measures PyTorch's baselines on its GPU first, into the campaign, under
+// the card's name (nvidia-smi and the Python worker are stand-ins here); the model's
+// configuration it names does not exist, so each problem fails, and says why.
+TEST_F(BenchE2e, AKernelBenchCampaignMeasuresItsBaselinesOnItsCardFirst) {
+  const fs::path level = dir_->path() / "KernelBench" / "level1";
+  fs::create_directories(level);
+  fs::copy_file(testing::test_data_dir() / "kernelbench" / "problems" / "relu.py", level / "19_ReLU.py");
+  const char* path = std::getenv("PATH");
+  CliRun r = kernelpro({"bench", "run", campaign().string(), "--suite", (dir_->path() / "KernelBench").string(),
+                        "--levels", "1", "--gpus", "0", "--config", (dir_->path() / "missing.toml").string(), "--python",
+                        fake("fake_workers/fake_torch_worker.sh")},
+                       {{"PATH", fake("fake_tools/bin") + ":" + (path ? path : "/usr/bin:/bin")}});
+  EXPECT_NE(r.err.find("PyTorch baselines (eager, torch.compile) of 1 problem(s) on Fake H200"), std::string::npos)
+      << r.err;
+  const fs::path doc = campaign() / "baselines" / "fake-h200" / "kernelpro_baseline.json";
+  ASSERT_TRUE(fs::exists(doc)) << r.err;
+  const json j = json::parse(read_file(doc.string()).value());
+  EXPECT_EQ(j["hardware"], "Fake H200");
+  EXPECT_TRUE(j["problems"]["level1"].contains("19_ReLU.py")) << j.dump();
+  json s = status();
+  EXPECT_EQ(s["counts"]["failed"], 1);
+  EXPECT_FALSE(s["problems"][0]["error"].get<std::string>().empty());
+
+  CliRun no_model = kernelpro({"bench", "run", (dir_->path() / "other").string(), "--suite",
+                               (dir_->path() / "KernelBench").string(), "--levels", "1"});
+  EXPECT_EQ(no_model.exit_code, 2);
+  EXPECT_NE(no_model.err.find("name a model"), std::string::npos) << no_model.err;
+}
+
 }  // namespace
 }  // namespace kp

@@ -7,7 +7,8 @@
 #   *nogpu*   exits 3 with {"stopped":"no_gpu"}, as on a machine without a GPU
 #   *busy*    exits 3 with {"stopped":"gpu_unavailable"}, as when another process holds the GPU
 #   *manual*  exits 5 with {"stopped":"pending"}, as when a manual prompt waits for its answer
-#   *slow*    waits for SIGINT (up to 30 s), then prints {"stopped":"interrupted"} and exits 0
+#   *slow*    waits for SIGINT (up to 30 s), then prints {"stopped":"interrupted"} and exits 0;
+#             with $FAKE_IGNORE_INT set it ignores SIGINT
 #   other     prints {"stopped":"budget","speedup_vs_reference":1.5,"nodes":3} and exits 0
 task=$2
 run=$4
@@ -20,7 +21,8 @@ case "$(basename "$task")" in
   *busy*) echo '{"stopped":"gpu_unavailable","nodes":0}'; exit 3 ;;
   *manual*) echo '{"stopped":"pending","nodes":1}'; exit 5 ;;
   *slow*)
-    trap 'echo "{\"stopped\":\"interrupted\",\"nodes\":1}"; exit 0' INT
+    if [ -n "${FAKE_IGNORE_INT:-}" ]; then trap '' INT
+    else trap 'echo "{\"stopped\":\"interrupted\",\"nodes\":1}"; exit 0' INT; fi
     i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
     echo '{"stopped":"budget","nodes":1}'; exit 0 ;;
   *) echo '{"stopped":"budget","speedup_vs_reference":1.5,"nodes":3}'; exit 0 ;;
