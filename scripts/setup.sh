@@ -35,6 +35,14 @@ if [ "${KP_TEST_TOOLS:-0}" = 1 ]; then
       DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${test_missing[@]}" >/dev/null; } ||
       echo "setup: warning: could not install ${test_missing[*]}; the browser and Slurm tests will be skipped" >&2
   fi
+  # The official MCP Python SDK, the client of `kernelpro mcp`'s test (tests/e2e/mcp_client_test.py).
+  mcp_version=2.3.0
+  if [ ! -d ".kp-tools/mcp/mcp-$mcp_version.dist-info" ]; then
+    echo "setup: installing the MCP Python SDK $mcp_version into .kp-tools/mcp"
+    PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
+      --timeout 30 --retries 2 --upgrade --target .kp-tools/mcp "mcp==$mcp_version" >/dev/null 2>&1 ||
+      echo "setup: warning: could not install the MCP Python SDK; its test will be skipped" >&2
+  fi
 fi
 
 if ! command -v nvcc >/dev/null 2>&1; then

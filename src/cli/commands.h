@@ -190,6 +190,8 @@ struct BenchFlags {
 int run_bench_run(const BenchFlags& flags, const CommonFlags& common);
 int run_bench_status(const BenchFlags& flags, const CommonFlags& common);
 int run_bench_report(const BenchFlags& flags, const CommonFlags& common);
+// `kernelpro mcp` (cli/mcp_command.cc, mcp/server.h): the MCP server on stdin/stdout.
+int run_mcp(const std::string& workspace, const std::vector<std::string>& allow);
 // `kernelpro report RUN_DIR`: one run's page.
 int run_run_report(const std::string& run_dir, const std::string& html, const CommonFlags& common);
 

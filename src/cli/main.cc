@@ -317,6 +317,12 @@ int main(int argc, char** argv) {
   report->add_option("--html", report_html, "write the page here");
   report->add_flag("--json", common.json, "print JSON");
 
+  std::string mcp_workspace;
+  std::vector<std::string> mcp_allow;
+  CLI::App* mcp = app.add_subcommand("mcp", "serve kernelpro's tools to coding agents: an MCP server on stdin/stdout");
+  mcp->add_option("--workspace", mcp_workspace, "where candidates given as text and optimize runs go (default: ./kernelpro-mcp)");
+  mcp->add_option("--allow", mcp_allow, "more folders whose tasks and candidates the agent may name (besides the workspace and kernelpro's examples/)")->delimiter(',');
+
   CLI::App* doctor = app.add_subcommand("doctor", "is this machine ready? GPU, driver, nvcc, ncu, NVML, counters, CUTLASS");
   add_common(doctor);
 
@@ -363,6 +369,7 @@ int main(int argc, char** argv) {
     if (*bench_status) return kp::cli::run_bench_status(bench_flags, common);
     if (*bench_report) return kp::cli::run_bench_report(bench_flags, common);
     if (*report) return kp::cli::run_run_report(report_dir, report_html, common);
+    if (*mcp) return kp::cli::run_mcp(mcp_workspace, mcp_allow);
   } catch (const std::exception& e) {
     // Operational errors are Results; what arrives here is unexpected (a std::filesystem
     // error, bad_alloc): say what it was rather than abort.
