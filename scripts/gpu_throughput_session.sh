@@ -8,7 +8,7 @@
 #                 its kernelpro, kp-worker and CUPTI libraries in build/, and the files they read
 #                 at run time (include/, python/, prompts/, rules/) from that commit
 #   kb            KernelBench's level1/19_ReLU.py and 23_Softmax.py (copied from shared/kernelbench)
-#   STEPS="throughput probe agree stall campaign ctest python"   what to do, in this order (default: throughput
+#   STEPS="throughput probe agree stall campaign mcp ctest python"   what to do, in this order (default: throughput
 #                 agree ctest python)
 #   DEADLINE_S=560                           no step starts after this; each is cut at it
 # Writes $OUT/results.tgz and $OUT/summary.txt (the device tool returns eight files).
@@ -74,6 +74,12 @@ for step in ${STEPS:-throughput agree ctest python}; do
       run campaign-status 30 build/kernelpro bench status "$R/campaign"
       run campaign-report 60 build/kernelpro bench report "$R/campaign" --html "$R/campaign/report.html" --csv "$R/campaign/report.csv"
       cp "$R/campaign-report.out" "$OUT/campaign_report.txt" 2>/dev/null ;;
+    mcp)  # issue 30: the official MCP Python SDK drives `kernelpro mcp` (evaluate, analyze, a short
+      # optimize); its wheels for the machine's Python are carried in .kp-tools/mcp-wheels
+      # (pip download --python-version 3.12 --only-binary=:all: mcp==2.3.0), installed offline
+      python3 -m pip install --quiet --no-index --find-links .kp-tools/mcp-wheels --target /tmp/kp-mcp mcp==2.3.0 \
+        > "$R/mcp-install.log" 2>&1 || echo "mcp: the SDK did not install" >> "$R/summary.txt"
+      KP_MCP_TRANSCRIPT="$R/mcp_transcript.json" run mcp 240 python3 tests/e2e/mcp_client_test.py build/kernelpro /tmp/kp-mcp ;;
     python)  # the KernelBench worker's GPU suite (anti-cheat corpus, the new timing tests)
       run python_gpu 560 python3 python/tests/run_tests.py gpu ;;
   esac
