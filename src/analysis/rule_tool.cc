@@ -14,6 +14,7 @@
 
 #include "analysis/rule_expr.h"
 #include "profile/metric_lists.h"
+#include "util/resource_root.h"
 
 namespace fs = std::filesystem;
 
@@ -459,7 +460,7 @@ Result<std::vector<std::unique_ptr<Tool>>> load_rule_tools(const fs::path& dir) 
 }
 
 std::vector<fs::path> default_rule_dirs() {
-  std::vector<fs::path> dirs = {fs::path(KP_SOURCE_DIR) / "rules"};
+  std::vector<fs::path> dirs = {resource_root() / "rules"};
   if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg) dirs.push_back(fs::path(xdg) / "kernelpro" / "rules");
   else if (const char* home = std::getenv("HOME"); home && *home) dirs.push_back(fs::path(home) / ".config" / "kernelpro" / "rules");
   return dirs;

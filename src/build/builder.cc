@@ -22,6 +22,7 @@
 #include "task/tune_params.h"
 #include "util/hash.h"
 #include "util/strings.h"
+#include "util/resource_root.h"
 
 namespace kp::build {
 
@@ -132,7 +133,7 @@ std::string arch_for_compute_capability(int major, int minor) {
 }
 
 Builder::Builder(BuildOptions options) : options_(std::move(options)) {
-  if (options_.include_dir.empty()) options_.include_dir = fs::path(KP_SOURCE_DIR) / "include";
+  if (options_.include_dir.empty()) options_.include_dir = resource_root() / "include";
   if (options_.arch.empty()) options_.arch = detect_arch("sm_90a");
   if (options_.jobs <= 0) options_.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (options_.cache_dir.empty()) options_.cache_dir = fs::temp_directory_path() / "kernelpro-build-cache";

@@ -21,6 +21,7 @@
 #include "task/native_task_loader.h"
 #include "util/hash.h"
 #include "util/strings.h"
+#include "util/resource_root.h"
 
 namespace kp::cli {
 
@@ -54,7 +55,7 @@ build::BuildOptions build_options(const CommonFlags& c) {
   b.arch = c.arch;
   b.cache_dir = c.cache_dir.empty() ? default_cache_dir() : fs::path(c.cache_dir);
   // The ABI header: installed beside the binary's source tree.
-  b.include_dir = fs::path(KP_SOURCE_DIR) / "include";
+  b.include_dir = resource_root() / "include";
   // CUTLASS, for the candidates that include its headers; found when the first one is built.
   b.find_cutlass = [c]() -> Result<build::CutlassHeaders> {
     KP_TRY(auto found, locate_cutlass(c));
@@ -118,7 +119,7 @@ std::string resolve_python(const std::string& flag) {
 eval::WorkerOptions python_worker_options(const std::string& python, const fs::path& scratch) {
   eval::WorkerOptions w;
   w.argv = {python, "-m", "kernelpro_torch.worker"};
-  std::string path = (fs::path(KP_SOURCE_DIR) / "python").string();
+  std::string path = (resource_root() / "python").string();
   if (const char* old = std::getenv("PYTHONPATH"); old && *old) path += std::string(":") + old;
   w.env = {{"PYTHONPATH", path}};
   w.scratch_dir = scratch;
@@ -384,7 +385,7 @@ Result<std::unique_ptr<ModelSetup>> model_setup(const ModelFlags& flags, const f
   }
   m->client = std::make_unique<llm::LlmClient>(*m->provider, copts);
   KP_TRY(m->prompts, agent::PromptLibrary::load(
-                         flags.prompts.empty() ? (fs::path(KP_SOURCE_DIR) / "prompts").string() : flags.prompts));
+                         flags.prompts.empty() ? (resource_root() / "prompts").string() : flags.prompts));
   m->options.tools = !flags.no_tools && (config.provider == "openai" || config.provider == "anthropic");
   m->options.max_tokens = config.max_tokens;
   m->options.temperature = config.temperature;

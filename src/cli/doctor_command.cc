@@ -14,6 +14,7 @@
 
 #include "cli/cli_support.h"
 #include "cli/commands.h"
+#include "util/resource_root.h"
 #include "eval/worker_client.h"
 #include "profile/ncu/ncu_runner.h"
 #include "profile/sass/cuobjdump.h"
@@ -110,6 +111,11 @@ int run_doctor(const CommonFlags& common) {
                     : cutlass.error().message,
        "run scripts/setup.sh (installs nvidia-cutlass), pass --cutlass DIR, or set CUTLASS_PATH to a CUTLASS "
        "checkout (needed for CuTe candidates and `kernelpro cutlass` only)");
+  const fs::path files = resource_root();
+  std::error_code ec;
+  line(fs::is_directory(files / "prompts", ec) && fs::is_directory(files / "rules", ec), "files",
+       files.string() + " (prompts, rules, examples, include, python)",
+       "reinstall kernelpro: its prompts/ and rules/ are missing beside the binary");
   std::printf("\n%s\n", problems == 0 ? "ready" : fmt::format("{} item(s) missing; see the fixes above", problems).c_str());
   return dev.ok() && nvcc ? kExitOk : (nvcc ? kExitNotRun : kExitInternal);
 }
