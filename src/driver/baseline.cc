@@ -1,6 +1,5 @@
 #include "driver/baseline.h"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -25,20 +24,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-Status write_atomic(const fs::path& path, const std::string& text) {
-  fs::path tmp = path;
-  tmp += fmt::format(".tmp.{}", static_cast<long>(getpid()));
-  KP_TRY_STATUS(write_file(tmp.string(), text));
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return make_error(ErrorCode::kIo,
-                      fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(), ec.message()));
-  }
-  return ok_status();
-}
 
 // The problem's record, or nullptr.
 const json* find_record(const json& doc, const SuiteProblem& p) {
@@ -238,9 +223,9 @@ Status write_baseline_files(const fs::path& out_dir, const json& doc) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create {}: {}", out_dir.string(), ec.message()));
-  KP_TRY_STATUS(write_atomic(out_dir / kBaselineFile, doc.dump(2) + "\n"));
-  KP_TRY_STATUS(write_atomic(out_dir / kEagerTimingFile, kernelbench_timing_json(doc, "eager").dump(2) + "\n"));
-  KP_TRY_STATUS(write_atomic(out_dir / kCompileTimingFile, kernelbench_timing_json(doc, "compile").dump(2) + "\n"));
+  KP_TRY_STATUS(write_file_atomic((out_dir / kBaselineFile).string(), doc.dump(2) + "\n"));
+  KP_TRY_STATUS(write_file_atomic((out_dir / kEagerTimingFile).string(), kernelbench_timing_json(doc, "eager").dump(2) + "\n"));
+  KP_TRY_STATUS(write_file_atomic((out_dir / kCompileTimingFile).string(), kernelbench_timing_json(doc, "compile").dump(2) + "\n"));
   return ok_status();
 }
 

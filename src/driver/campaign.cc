@@ -32,19 +32,6 @@ namespace {
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-Status write_atomic(const fs::path& path, const std::string& text) {
-  fs::path tmp = path;
-  tmp += fmt::format(".tmp.{}", static_cast<long>(getpid()));
-  KP_TRY_STATUS(write_file(tmp.string(), text));
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return make_error(ErrorCode::kIo, fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(), ec.message()));
-  }
-  return ok_status();
-}
-
 bool is_native_task_dir(const fs::path& p) {
   std::error_code ec;
   return fs::is_regular_file(p / "task.toml", ec);
@@ -202,7 +189,7 @@ Status save_campaign(const fs::path& dir, const CampaignSpec& spec) {
   std::error_code ec;
   fs::create_directories(dir / "runs", ec);
   if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create {}: {}", (dir / "runs").string(), ec.message()));
-  return write_atomic(dir / kCampaignFile, spec.to_json().dump(2) + "\n");
+  return write_file_atomic((dir / kCampaignFile).string(), spec.to_json().dump(2) + "\n");
 }
 
 Result<CampaignSpec> load_campaign(const fs::path& dir) {
@@ -264,7 +251,7 @@ Status write_problem_status(const fs::path& campaign_dir, const CampaignProblem&
   std::error_code ec;
   fs::create_directories(run, ec);
   if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create {}: {}", run.string(), ec.message()));
-  return write_atomic(run / kProblemStatusFile, status.to_json().dump(2) + "\n");
+  return write_file_atomic((run / kProblemStatusFile).string(), status.to_json().dump(2) + "\n");
 }
 
 Result<std::optional<ProblemClaim>> ProblemClaim::try_take(const fs::path& campaign_dir, const CampaignProblem& p) {

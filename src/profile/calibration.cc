@@ -1,6 +1,5 @@
 #include "profile/calibration.h"
 
-#include <unistd.h>
 
 #include <cctype>
 #include <cmath>
@@ -156,20 +155,10 @@ Status CalibrationStore::save(const eval::DeviceInfo& device, const Ceilings& ce
   json j = to_json(ceilings);
   j["format"] = kStoreFormat;
   j["gpu_key"] = gpu_key(device);
-  const fs::path tmp = path.string() + fmt::format(".tmp-{}", static_cast<long>(getpid()));
-  Status w = write_file(tmp.string(), j.dump(2) + "\n");
-  if (!w.ok()) {
-    fs::remove(tmp, ec);
+  Status w = write_file_atomic(path.string(), j.dump(2) + "\n");
+  if (!w.ok())
     return make_error(ErrorCode::kIo,
                       fmt::format("cannot write the calibration file {}: {}", path.string(), w.error().message));
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    return make_error(ErrorCode::kIo,
-                      fmt::format("cannot write the calibration file {}: rename: {}", path.string(), ec.message()));
-  }
   return ok_status();
 }
 

@@ -69,13 +69,13 @@ class CampaignReportDir : public ::testing::Test {
     const int64_t root = s.add_node({0, -1, "root", "seed", c0}).value();
     const int64_t fast = s.add_node({0, root, "idea", "float4 loads", c1}).value();
     const int64_t wrong = s.add_node({0, root, "idea", "skip the tail", c2}).value();
-    auto report = [&](double t) {
+    auto report = [&]() {
       return json{{"reference_median_s", 0.004}, {"physics_floor_s", 0.0005}, {"device", {{"name", card}}},
                   {"achieved_bytes_per_s", 2e12}, {"achieved_flops_per_s", 5e11}}
           .dump();
     };
-    ASSERT_TRUE(s.record_evaluation(root, {c0, "ok", "", 0.002, 0.5, 2.0, report(0.002)}, true, 0.002, 0.5).ok());
-    ASSERT_TRUE(s.record_evaluation(fast, {c1, "ok", "", 0.001, 0.25, 4.0, report(0.001)}, true, 0.001, 0.25).ok());
+    ASSERT_TRUE(s.record_evaluation(root, {c0, "ok", "", 0.002, 0.5, 2.0, report()}, true, 0.002, 0.5).ok());
+    ASSERT_TRUE(s.record_evaluation(fast, {c1, "ok", "", 0.001, 0.25, 4.0, report()}, true, 0.001, 0.25).ok());
     ASSERT_TRUE(s.record_evaluation(wrong, {c2, "incorrect", "max abs error 3", 0, 0, 0, "{}"}, false, 0, 0).ok());
     const int64_t prof = s.add_profile(c1, "{}").value();
     ASSERT_TRUE(s.add_finding(prof, "dram_bound", "info", "DRAM at 80% of peak").ok());

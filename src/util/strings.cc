@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+
 #include <cerrno>
 #include <ctime>
 #include <cmath>
@@ -101,6 +103,15 @@ Status write_file(const std::string& path, std::string_view content) {
   out.write(content.data(), static_cast<std::streamsize>(content.size()));
   if (!out) return make_error(ErrorCode::kIo, fmt::format("{}: write failed", path));
   return ok_status();
+}
+
+Status write_file_atomic(const std::string& path, std::string_view content) {
+  const std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(getpid()));
+  Status w = write_file(tmp, content);
+  if (w.ok() && std::rename(tmp.c_str(), path.c_str()) != 0)
+    w = make_error(ErrorCode::kIo, fmt::format("cannot rename {} to {}: {}", tmp, path, std::strerror(errno)));
+  if (!w.ok()) std::remove(tmp.c_str());
+  return w;
 }
 
 static std::string three_digits(double v, const char* unit) {

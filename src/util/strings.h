@@ -23,6 +23,10 @@ std::string tail_lines(std::string_view text, size_t max_lines);
 Result<std::string> read_file(const std::string& path);
 // Writes a whole file (truncating). kIo with the path on failure.
 Status write_file(const std::string& path, std::string_view content);
+// Writes a whole file through PATH.tmp.PID and a rename, so a reader (or a process on another
+// node of a shared file system) sees the old file or the new one, never a part. kIo with the
+// path on failure; the temporary file is removed.
+Status write_file_atomic(const std::string& path, std::string_view content);
 // True when path names a regular file this process may execute.
 bool is_executable_file(const std::string& path);
 // The current time in UTC as ISO 8601 to the second: "2026-12-03T07:41:57Z".
