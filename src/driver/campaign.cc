@@ -360,7 +360,6 @@ Result<CampaignRun> run_campaign(const CampaignSpec& spec, const CampaignOptions
   std::set<std::string> gave_up;           // problems this run will not take again
   int finished_here = 0;
   const auto t0 = Clock::now();
-  std::atomic<bool> stop{false};
   for (size_t i = 0; i < lanes.size(); ++i) progress[i].lane = lanes[i];
 
   auto initial = campaign_ledger(o.dir, spec);
@@ -404,7 +403,7 @@ Result<CampaignRun> run_campaign(const CampaignSpec& spec, const CampaignOptions
 
   auto lane_main = [&](size_t lane_index) {
     const std::string lane = lanes[lane_index];
-    while (!stop.load() && !(o.interrupted && o.interrupted())) {
+    while (!(o.interrupted && o.interrupted())) {
       std::optional<ProblemClaim> claim;
       const CampaignProblem* p = take(claim);
       if (!p) break;

@@ -201,12 +201,12 @@ Server::~Server() {
 }
 
 void Server::drain() {
-  std::vector<std::thread> ts;
+  std::vector<std::pair<std::thread, std::shared_ptr<std::atomic<bool>>>> ts;
   {
     std::lock_guard<std::mutex> lock(calls_mu_);
     ts.swap(threads_);
   }
-  for (auto& t : ts) t.join();
+  for (auto& t : ts) t.first.join();
 }
 
 void Server::reply(const json& id, const json& result) {
@@ -313,8 +313,21 @@ void Server::handle_request(const json& id, const std::string& method, const jso
     if (params.contains("_meta") && params["_meta"].is_object() && params["_meta"].contains("progressToken"))
       call->progress_token = params["_meta"]["progressToken"];
     std::lock_guard<std::mutex> lock(calls_mu_);
+    for (auto it = threads_.begin(); it != threads_.end();) {  // the calls that ended
+      if (it->second->load()) {
+        it->first.join();
+        it = threads_.erase(it);
+      } else {
+        ++it;
+      }
+    }
     calls_[id.dump()] = call;
-    threads_.emplace_back([this, call] { call_tool(call); });
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    threads_.emplace_back(std::thread([this, call, done] {
+                            call_tool(call);
+                            done->store(true);
+                          }),
+                          done);
     return;
   }
   reply_error(id, kMethodNotFound, fmt::format("method not found: {}", method));

@@ -103,7 +103,8 @@ class Server {
   std::mutex gpu_mu_;  // one GPU request at a time
   std::mutex calls_mu_;
   std::map<std::string, std::shared_ptr<Call>> calls_;  // in flight, by request id (dumped)
-  std::vector<std::thread> threads_;
+  // The calls' threads, each with a flag it sets when done; a new call joins the finished ones.
+  std::vector<std::pair<std::thread, std::shared_ptr<std::atomic<bool>>>> threads_;
   bool initialized_ = false;
   std::string protocol_version_;
   // optimize_start's runs: id -> process (pid), run folder
