@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -230,18 +229,39 @@ ProblemStatus ProblemStatus::from_json(const json& j) {
   return s;
 }
 
-ProblemStatus read_problem_status(const fs::path& campaign_dir, const CampaignProblem& p) {
-  const fs::path run = campaign_dir / "runs" / p.folder();
+namespace {
+
+// The problem's status.json as written ("pending" when there is none), without asking who holds
+// its claim.
+ProblemStatus read_status_file(const fs::path& campaign_dir, const CampaignProblem& p) {
   ProblemStatus s;
-  if (auto text = read_file((run / kProblemStatusFile).string()); text.ok()) {
+  if (auto text = read_file((campaign_dir / "runs" / p.folder() / kProblemStatusFile).string()); text.ok()) {
     json j = json::parse(*text, nullptr, false);
     if (!j.is_discarded()) s = ProblemStatus::from_json(j);
   }
-  // Held by someone now? Taking the claim and letting it go again answers without side effects.
-  std::error_code ec;
-  if (fs::exists(run / "claim.lock", ec)) {
-    auto claim = ProblemClaim::try_take(campaign_dir, p);
-    if (claim.ok() && !claim->has_value()) s.state = "running";
+  return s;
+}
+
+// An exclusive whole-file lock of the open file description (F_OFD_*): like flock(2) it belongs
+// to the descriptor and ends with its last close, and unlike flock it can be tested without
+// being taken, so a reader of the ledger never holds a claim for an instant that a lane wants.
+struct ::flock whole_file(short type) {
+  struct ::flock fl {};
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  return fl;
+}
+
+}  // namespace
+
+ProblemStatus read_problem_status(const fs::path& campaign_dir, const CampaignProblem& p) {
+  ProblemStatus s = read_status_file(campaign_dir, p);
+  const fs::path lock = campaign_dir / "runs" / p.folder() / "claim.lock";
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd >= 0) {
+    struct ::flock fl = whole_file(F_WRLCK);
+    if (::fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK) s.state = "running";
+    ::close(fd);
   }
   return s;
 }
@@ -261,7 +281,8 @@ Result<std::optional<ProblemClaim>> ProblemClaim::try_take(const fs::path& campa
   const fs::path lock = run / "claim.lock";
   int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return make_error(ErrorCode::kIo, fmt::format("cannot open {}: {}", lock.string(), std::strerror(errno)));
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  struct ::flock fl = whole_file(F_WRLCK);
+  if (::fcntl(fd, F_OFD_SETLK, &fl) != 0) {
     ::close(fd);
     return std::optional<ProblemClaim>{};
   }
@@ -278,7 +299,7 @@ ProblemClaim& ProblemClaim::operator=(ProblemClaim&& o) noexcept {
 }
 
 ProblemClaim::~ProblemClaim() {
-  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the lock
 }
 
 std::vector<ProblemStatus> campaign_ledger(const fs::path& dir, const CampaignSpec& spec) {
@@ -379,20 +400,16 @@ Result<CampaignRun> run_campaign(const CampaignSpec& spec, const CampaignOptions
     o.progress(p);
   };
 
-  // The next problem this lane may run, claimed; nullopt when none is left.
-  auto take = [&](std::optional<ProblemClaim>& claim) -> const CampaignProblem* {
+  // The next problem this lane may run, claimed, with its status as the file had it; nullptr
+  // when none is left. The file is read under the claim: no one else writes it then.
+  auto take = [&](std::optional<ProblemClaim>& claim, ProblemStatus& st) -> const CampaignProblem* {
     std::lock_guard<std::mutex> lock(mu);
     for (const auto& p : spec.problems) {
       if (!only.empty() && !only.count(p.id)) continue;
       if (gave_up.count(p.id)) continue;
-      ProblemStatus st = read_problem_status(o.dir, p);
-      if (st.state == "running") continue;
-      if (st.state == "done" || st.state == "not_timed") continue;
-      if (st.state == "failed" && !o.retry_failed) continue;
       auto c = ProblemClaim::try_take(o.dir, p);
-      if (!c.ok() || !c->has_value()) continue;
-      // Read again under the claim: another process may have finished it meanwhile.
-      st = read_problem_status(o.dir, p);
+      if (!c.ok() || !c->has_value()) continue;  // running elsewhere
+      st = read_status_file(o.dir, p);
       if (st.state == "done" || st.state == "not_timed" || (st.state == "failed" && !o.retry_failed)) continue;
       claim = std::move(*c);
       gave_up.insert(p.id);  // taken: only a held GPU gives it back (below)
@@ -405,10 +422,10 @@ Result<CampaignRun> run_campaign(const CampaignSpec& spec, const CampaignOptions
     const std::string lane = lanes[lane_index];
     while (!(o.interrupted && o.interrupted())) {
       std::optional<ProblemClaim> claim;
-      const CampaignProblem* p = take(claim);
+      ProblemStatus st;
+      const CampaignProblem* p = take(claim, st);
       if (!p) break;
       const fs::path run_dir = o.dir / "runs" / p->folder();
-      ProblemStatus st = read_problem_status(o.dir, *p);
       st.state = "running";
       st.attempts += 1;
       st.host = hostname();

@@ -7,7 +7,8 @@
 //   CAMPAIGN/runs/ID/                 the problem's `optimize --run-dir` (store.db, best.cu, ...)
 //   CAMPAIGN/runs/ID/status.json      the ledger's entry: pending, done, failed or not_timed, with
 //                                     the optimize summary, attempts, host and times
-//   CAMPAIGN/runs/ID/claim.lock       held (flock) by the process that runs the problem now: a
+//   CAMPAIGN/runs/ID/claim.lock       locked (an open-file-description lock, F_OFD_SETLK) by the
+//                                     process that runs the problem now: a
 //                                     running problem is one whose lock is held, so a killed lane
 //                                     leaves nothing stale behind
 //   CAMPAIGN/runs/ID/optimize.log     the child's stderr
@@ -15,7 +16,7 @@
 //   CAMPAIGN/slurm/                   job scripts, problem lists and job ids of `--slurm` submissions
 //
 // The ledger lives in files, one per problem, each replaced whole by a rename, and claims are
-// flock(2)s: both work on the shared file systems a cluster's nodes mount, where one SQLite file
+// whole-file locks: both work on the shared file systems a cluster's nodes mount, where one SQLite file
 // written from many nodes would not.
 #pragma once
 
@@ -90,7 +91,8 @@ ProblemStatus read_problem_status(const std::filesystem::path& campaign_dir, con
 Status write_problem_status(const std::filesystem::path& campaign_dir, const CampaignProblem& p,
                             const ProblemStatus& status);
 
-// An exclusive claim on a problem (flock on runs/ID/claim.lock), held while the object lives.
+// An exclusive claim on a problem (an F_OFD_SETLK lock of runs/ID/claim.lock), held while the
+// object lives.
 class ProblemClaim {
  public:
   // The claim, or nullopt when another process holds it. kIo when the lock file cannot be made.

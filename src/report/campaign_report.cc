@@ -151,7 +151,7 @@ Result<ProblemResult> read_run(const fs::path& run_dir, const std::string& id, c
   for (int64_t at = best_node; at >= 0 && !path.count(at); at = parent.count(at) ? parent[at] : -1) path.insert(at);
   for (auto& t : r.tree) t.on_best_path = path.count(t.id) > 0;
   if (fs::exists(run_dir / "best.cu", ec)) r.best_source = (run_dir / "best.cu").string();
-  r.state = r.correct ? "done" : (evals.empty() ? "pending" : "done");
+  r.state = evals.empty() ? "pending" : "done";
   return r;
 }
 
