@@ -61,6 +61,9 @@ struct OptimizeReport {
   int evaluated = 0;    // candidates evaluated by this run
   int nodes = 0;        // in the tree, over every run of it
   double seed_seconds = 0, best_seconds = 0, reference_seconds = 0;
+  // The energy of the chosen candidate and the fastest one's time and energy (J per call, 0 when
+  // not measured): under an energy objective the chosen one need not be the fastest.
+  double best_joules = 0, fastest_seconds = 0, fastest_joules = 0;
   std::string best_point;  // "BLOCK=512"
   std::filesystem::path best_source;
   double build_s = 0, worker_s = 0, wall_s = 0;  // this run's time: nvcc, the GPU worker, everything

@@ -151,8 +151,23 @@ Result<ProblemResult> read_run(const fs::path& run_dir, const std::string& id, c
   for (int64_t at = best_node; at >= 0 && !path.count(at); at = parent.count(at) ? parent[at] : -1) path.insert(at);
   for (auto& t : r.tree) t.on_best_path = path.count(t.id) > 0;
   if (fs::exists(run_dir / "best.cu", ec)) r.best_source = (run_dir / "best.cu").string();
+  if (auto text = read_file((run_dir / "best.json").string()); text.ok()) {
+    json b = json::parse(*text, nullptr, false);
+    if (b.is_object()) {
+      r.objective = b.value("objective", "time");
+      if (r.objective != "time" && r.correct) {
+        r.chosen_s = b.value("best_seconds", 0.0);
+        r.chosen_joules = b.value("best_joules", 0.0);
+      }
+    }
+  }
   r.state = evals.empty() ? "pending" : "done";
   return r;
+}
+
+double energy_change(const ProblemResult& p) {
+  if (p.chosen_joules <= 0 || p.joules_per_call <= 0) return 0;
+  return p.chosen_joules / p.joules_per_call - 1;
 }
 
 void summarize(CampaignReport& r) {
@@ -276,6 +291,10 @@ json to_json(const CampaignReport& r) {
                         {"physics_floor_s", p.floor_s},
                         {"speed_of_light", p.speed_of_light},
                         {"joules_per_call", p.joules_per_call},
+                        {"objective", p.objective},
+                        {"chosen_s", p.chosen_s},
+                        {"chosen_joules_per_call", p.chosen_joules},
+                        {"energy_change_vs_fastest", energy_change(p)},
                         {"achieved_flops_per_s", p.achieved_flops},
                         {"achieved_bytes_per_s", p.achieved_bytes},
                         {"candidates", p.candidates},
@@ -304,6 +323,32 @@ std::string to_csv(const CampaignReport& r) {
   return o;
 }
 
+namespace {
+
+// Under an energy objective: per problem the candidate the search chose against the fastest one.
+std::string energy_text(const CampaignReport& r) {
+  std::string o;
+  std::vector<double> ratios;
+  for (const auto& p : r.problems) {
+    if (p.objective == "time" || p.chosen_s <= 0) continue;
+    if (o.empty())
+      o = fmt::format("\n{:<28} {:<24} {:>10} {:>10} {:>10} {:>10} {:>9}\n", "problem", "objective", "chosen",
+                      "J/call", "fastest", "J/call", "energy");
+    const double change = energy_change(p);
+    if (change != 0) ratios.push_back(1 + change);
+    o += fmt::format("{:<28} {:<24} {:>10} {:>10} {:>10} {:>10} {:>9}\n", p.id, p.objective, format_seconds(p.chosen_s),
+                     p.chosen_joules > 0 ? fmt::format("{:.3g}", p.chosen_joules) : "-", format_seconds(p.best_s),
+                     p.joules_per_call > 0 ? fmt::format("{:.3g}", p.joules_per_call) : "-",
+                     change != 0 ? fmt::format("{:+.1f}%", 100 * change) : "-");
+  }
+  if (!ratios.empty())
+    o += fmt::format("energy per call of the chosen candidates against the fastest: {:+.1f}% (geomean of {})\n",
+                     100 * (geomean(ratios) - 1), ratios.size());
+  return o;
+}
+
+}  // namespace
+
 std::string to_text(const CampaignReport& r) {
   std::string o = fmt::format("{}\n\n", r.title);
   o += fmt::format("{:<8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>7} {:>9} {:>9} {:>10} {:>6} {:>8}\n", "group", "problems",
@@ -321,6 +366,7 @@ std::string to_text(const CampaignReport& r) {
                      p.correct ? format_seconds(p.best_s) : "-", x_or_dash(p.speedup), x_or_dash(p.vs_eager),
                      x_or_dash(p.vs_compile), p.speed_of_light > 0 ? fmt::format("{:.0f}%", 100 * p.speed_of_light) : "-",
                      p.joules_per_call > 0 ? fmt::format("{:.3g}", p.joules_per_call) : "-", p.candidates);
+  o += energy_text(r);
   for (const auto& p : r.problems)
     if (p.state == "failed") o += fmt::format("\n{} failed: {}\n", p.id, p.error);
   for (const auto& n : r.notes) o += "\nnote: " + n + "\n";
@@ -540,6 +586,21 @@ std::string to_html(const CampaignReport& r) {
         p.joules_per_call > 0 ? fmt::format("{:.3g}", p.joules_per_call) : "-", p.candidates, p.llm_calls, p.tokens,
         p.cost_usd, esc(p.device));
   o += "</table>\n";
+  std::string energy;
+  for (const auto& p : r.problems) {
+    if (p.objective == "time" || p.chosen_s <= 0) continue;
+    const double change = energy_change(p);
+    energy += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                          esc(p.id), esc(p.objective), format_seconds(p.chosen_s),
+                          p.chosen_joules > 0 ? fmt::format("{:.3g}", p.chosen_joules) : "-", format_seconds(p.best_s),
+                          p.joules_per_call > 0 ? fmt::format("{:.3g}", p.joules_per_call) : "-",
+                          change != 0 ? fmt::format("{:+.1f}%", 100 * change) : "-");
+  }
+  if (!energy.empty())
+    o += "<h2>Energy</h2>\n<p>The candidate each search chose under its energy objective against the fastest "
+         "candidate of the same run, both measured in their own evaluations.</p>\n<table id=\"energy\"><tr><th>problem"
+         "</th><th>objective</th><th>chosen</th><th>J per call</th><th>fastest</th><th>J per call</th><th>energy</th>"
+         "</tr>\n" + energy + "</table>\n";
   o += "<h2>Roofline</h2>\n" + roofline_svg(all) + "\n";
   o += "<h2>Search trees and diagnoses</h2>\n<div class=\"legend\">";
   for (const char* oc : {"ok", "incorrect", "rejected", "compile_error", "crash"})

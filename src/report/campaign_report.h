@@ -46,7 +46,12 @@ struct ProblemResult {
   double best_s = 0, reference_s = 0, speedup = 0;
   double eager_s = 0, compile_s = 0, vs_eager = 0, vs_compile = 0;  // 0: no baseline on this card
   double floor_s = 0, speed_of_light = 0;
-  double joules_per_call = 0;
+  double joules_per_call = 0;  // of the fastest correct candidate (best_s)
+  // The search's objective (best.json) and, under an energy objective, the candidate it chose:
+  // its time and J per call against the fastest candidate's joules_per_call. chosen_s == 0: the
+  // run wrote no best.json (or chose by time, when the chosen one is the fastest).
+  std::string objective = "time";
+  double chosen_s = 0, chosen_joules = 0;
   double achieved_flops = 0, achieved_bytes = 0;  // per second, of the best candidate
   int candidates = 0, ok_candidates = 0;
   int64_t llm_calls = 0, tokens = 0;
@@ -75,6 +80,10 @@ struct CampaignReport {
   std::vector<GroupSummary> groups;  // by group name; "all" last when there is more than one
   std::vector<std::string> notes;    // e.g. a baseline left out because it was measured on another card
 };
+
+// The chosen candidate's energy against the fastest one's, as a fraction (-0.116: 11.6% fewer J
+// per call); 0 when either was not measured.
+double energy_change(const ProblemResult& p);
 
 // A run folder (store.db) as one problem's result. `id`/`kind` name it in the report.
 Result<ProblemResult> read_run(const std::filesystem::path& run_dir, const std::string& id, const std::string& kind,

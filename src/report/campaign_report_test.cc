@@ -143,5 +143,31 @@ TEST_F(CampaignReportDir, ThePrintersCarryTheSameNumbers) {
   EXPECT_NE(to_text(r).find("4.00x"), std::string::npos);
 }
 
+// Under energy-at-matched-time the search may choose a candidate a little slower than the fastest
+// and more frugal: the report shows both, and the chosen one's energy against the fastest one's.
+TEST_F(CampaignReportDir, AnEnergySearchShowsItsChoiceAgainstTheFastest) {
+  make("NVIDIA H200");
+  const fs::path run = campaign() / "runs" / "level1-19_ReLU";
+  ASSERT_TRUE(write_file((run / "best.json").string(),
+                         json{{"objective", "energy-at-matched-time"}, {"best_seconds", 0.00102}, {"best_joules", 0.2}}
+                             .dump())
+                  .ok());
+  auto r = campaign_report(campaign()).value();
+  const ProblemResult& p = r.problems[0];
+  EXPECT_EQ(p.objective, "energy-at-matched-time");
+  EXPECT_DOUBLE_EQ(p.best_s, 0.001) << "the speed columns stay the fastest candidate's";
+  EXPECT_DOUBLE_EQ(p.chosen_s, 0.00102);
+  EXPECT_NEAR(energy_change(p), 0.2 / 0.25 - 1, 1e-12);
+  EXPECT_NEAR(to_json(r)["problems"][0]["energy_change_vs_fastest"].get<double>(), -0.2, 1e-12);
+  EXPECT_NE(to_text(r).find("-20.0%"), std::string::npos) << to_text(r);
+  EXPECT_NE(to_html(r).find("<table id=\"energy\""), std::string::npos);
+
+  // A time search has no energy table.
+  ASSERT_TRUE(write_file((run / "best.json").string(), json{{"objective", "time"}, {"best_seconds", 0.001}}.dump()).ok());
+  auto t = campaign_report(campaign()).value();
+  EXPECT_EQ(t.problems[0].chosen_s, 0);
+  EXPECT_EQ(to_html(t).find("<table id=\"energy\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kp::report
