@@ -8,7 +8,7 @@
 #                 its kernelpro, kp-worker and CUPTI libraries in build/, and the files they read
 #                 at run time (include/, python/, prompts/, rules/) from that commit
 #   kb            KernelBench's level1/19_ReLU.py and 23_Softmax.py (copied from shared/kernelbench)
-#   STEPS="throughput probe agree stall campaign mcp ctest python"   what to do, in this order (default: throughput
+#   STEPS="throughput probe agree stall campaign examples energy kbmanual mcp ctest python"   what to do, in this order (default: throughput
 #                 agree ctest python)
 #   DEADLINE_S=560                           no step starts after this; each is cut at it
 # Writes $OUT/results.tgz and $OUT/summary.txt (the device tool returns eight files).
@@ -74,6 +74,32 @@ for step in ${STEPS:-throughput agree ctest python}; do
       run campaign-status 30 build/kernelpro bench status "$R/campaign"
       run campaign-report 60 build/kernelpro bench report "$R/campaign" --html "$R/campaign/report.html" --csv "$R/campaign/report.csv"
       cp "$R/campaign-report.out" "$OUT/campaign_report.txt" 2>/dev/null ;;
+    examples|energy)  # issue 29: the seven native examples with the offline tuner (examples), and
+      # again with the energy objective (energy); each campaign's report as text, JSON, CSV, HTML
+      c="$R/campaign-$step"; extra=""
+      [ "$step" = energy ] && extra="--objective energy-at-matched-time"
+      run "$step" 300 build/kernelpro bench run "$c" --suite examples --budget ${EX_BUDGET:-4} $extra
+      run "$step-report" 60 build/kernelpro bench report "$c" --html "$c/report.html" --csv "$c/report.csv"
+      build/kernelpro bench report "$c" --json > "$c/report.json" 2>> "$R/$step-report.log" ;;
+    kbmanual)  # issue 29: ten KernelBench level-1 problems (bench/campaigns/kb_level1_20.txt's
+      # first ten, from kb/level1) with the manual provider; 30_Softsign and 36_RMSNorm_ answered
+      # with the answers a person wrote in earlier sessions (scripts/answer_manual.py), the others
+      # left waiting. The baselines of the answered two only (the rest have no candidate to compare).
+      c="$R/campaign-kb"
+      only=$(grep -v '^#' bench/campaigns/kb_level1_20.txt | head -10 | paste -sd,)
+      run kb 240 build/kernelpro bench run "$c" --suite kb --levels 1 --only "$only" --provider manual --budget ${KB_BUDGET:-3} --no-baselines
+      card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+      slug=$(echo "$card" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
+      run kb-baselines 120 build/kernelpro baseline --suite kb --levels 1 --only 30_Softsign.py,36_RMSNorm_.py --out "$c/baselines/$slug"
+      for round in 1 2 3 4 5; do
+        a=0
+        python3 scripts/answer_manual.py "$c/runs/level1-30_Softsign" bench/results/h100-2026-12-06-optimize/runs/model-softsign/manual >> "$R/kb-answers.txt" && a=1
+        python3 scripts/answer_manual.py "$c/runs/level1-36_RMSNorm_" tests/data/llm/h200/rmsnorm/manual >> "$R/kb-answers.txt" && a=1
+        ((a)) || break
+        run "kb-round-$round" 150 build/kernelpro bench run "$c" --problem level1/30_Softsign,level1/36_RMSNorm_
+      done
+      run kb-report 60 build/kernelpro bench report "$c" --html "$c/report.html" --csv "$c/report.csv"
+      build/kernelpro bench report "$c" --json > "$c/report.json" 2>> "$R/kb-report.log" ;;
     mcp)  # issue 30: the official MCP Python SDK drives `kernelpro mcp` (evaluate, analyze, a short
       # optimize); its wheels for the machine's Python are carried in .kp-tools/mcp-wheels
       # (pip download --python-version 3.12 --only-binary=:all: mcp==2.3.0), installed offline
