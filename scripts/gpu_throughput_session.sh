@@ -8,7 +8,7 @@
 #                 its kernelpro, kp-worker and CUPTI libraries in build/, and the files they read
 #                 at run time (include/, python/, prompts/, rules/) from that commit
 #   kb            KernelBench's level1/19_ReLU.py and 23_Softmax.py (copied from shared/kernelbench)
-#   STEPS="throughput probe agree stall campaign examples energy kbmanual mcp ctest python"   what to do, in this order (default: throughput
+#   STEPS="throughput probe agree stall campaign examples energy kbmanual multi mcp ctest python"   what to do, in this order (default: throughput
 #                 agree ctest python)
 #   DEADLINE_S=560                           no step starts after this; each is cut at it
 # Writes $OUT/results.tgz and $OUT/summary.txt (the device tool returns eight files).
@@ -100,6 +100,16 @@ for step in ${STEPS:-throughput agree ctest python}; do
       done
       run kb-report 60 build/kernelpro bench report "$c" --html "$c/report.html" --csv "$c/report.csv"
       build/kernelpro bench report "$c" --json > "$c/report.json" 2>> "$R/kb-report.log" ;;
+    multi)  # issue 31, on a host with two or more GPUs: the seven examples with the offline tuner
+      # on every GPU, then on one; then the gpu tier with its tests pinned to device 1
+      n=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+      if ((n < 2)); then echo "multi: skipped, $n GPU(s)" | tee -a "$R/summary.txt"; continue; fi
+      for g in all 0; do
+        c="$R/campaign-gpus-$g"
+        run "multi-$g" 240 build/kernelpro bench run "$c" --suite examples --budget ${EX_BUDGET:-4} --gpus "$g"
+        build/kernelpro bench report "$c" --json > "$c/report.json" 2>> "$R/multi-$g.log"
+      done
+      CUDA_VISIBLE_DEVICES=1 run ctest-device1 300 ctest --test-dir build -L gpu -E python_gpu --output-on-failure --timeout 300 ;;
     mcp)  # issue 30: the official MCP Python SDK drives `kernelpro mcp` (evaluate, analyze, a short
       # optimize); its wheels for the machine's Python are carried in .kp-tools/mcp-wheels
       # (pip download --python-version 3.12 --only-binary=:all: mcp==2.3.0), installed offline
