@@ -62,8 +62,26 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   bool tty = false;
   driver::ModelSearchHooks hooks;
   hooks.progress = progress_printer(common, &tty);
+  // The build lane of the pipeline compiles native candidates into the cache the evaluator reads.
+  build::Builder ahead(build_options(common));
+  // With feedback on, it also starts disassembling what it built (profile::Profiler::prefetch_sass,
+  // on a thread of its own): the analysis then finds the SASS ready, or nearly, instead of
+  // waiting for cuobjdump after the counters. The seed, which no build lane sees, is built and
+  // prefetched the same way just before its first evaluation (which then finds it built).
+  const bool feedback = flags.feedback != "none";
+  auto build_ahead = [&, feedback](const fs::path& cu) -> double {
+    auto built = ahead.build(build::BuildRequest{cu, task->candidate_libraries, {}});
+    if (feedback && built.ok() && built->ok) profile::Profiler::prefetch_sass(j.profile->options.profiler.sass, built->artifact);
+    return built.ok() ? built->seconds : 0.0;
+  };
   // One judge measures each candidate once; the feedback profiles it on the same worker.
   hooks.evaluate = [&](const fs::path& cu, const fs::path& py, bool root) -> Result<eval::EvalResult> {
+    if (!kernelbench && root && feedback) {
+      const double seed_build_s = build_ahead(cu);
+      auto r = j.judge->evaluate(*task, cu);
+      if (r.ok()) r->build_seconds += seed_build_s;  // the seed's nvcc, counted as its evaluation's
+      return r;
+    }
     if (!kernelbench) return j.judge->evaluate(*task, cu);
     return (root ? j.root() : *j.judge).evaluate(*task, py, cu);
   };
@@ -76,17 +94,7 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   hooks.llm_spent = [&] { return client.spent(); };
   hooks.llm_budget_spent = [&] { return client.budget_exhausted(); };
   if ((*setup)->options.tools) hooks.tools = &tools;
-  // The build lane of the pipeline compiles native candidates into the cache the evaluator reads.
-  build::Builder ahead(build_options(common));
-  // With feedback on, it also disassembles what it built (profile::Profiler::prefetch_sass): the
-  // analysis then finds the SASS ready instead of waiting for cuobjdump beside the counters.
-  const bool feedback = flags.feedback != "none";
-  if (!kernelbench)
-    hooks.prebuild = [&, feedback](const fs::path& cu) {
-      auto built = ahead.build(build::BuildRequest{cu, task->candidate_libraries, {}});
-      if (feedback && built.ok() && built->ok)
-        (void)profile::Profiler::prefetch_sass(j.profile->options.profiler.sass, built->artifact);
-    };
+  if (!kernelbench) hooks.prebuild = [&](const fs::path& cu) { (void)build_ahead(cu); };
 
   if (auto words = gpu_words(j.judge->evaluator())) {
     o.gpu = *words;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <map>
 #include <mutex>
 
@@ -171,9 +172,12 @@ Result<Trace> Profiler::trace(const ProfileTarget& target) {
 namespace {
 
 // Listings by object (path, size, modification time) and tool: a build's SASS does not change,
-// and the build cache names each object by its content.
+// and the build cache names each object by its content. An entry is the listing's future, so a
+// reader that comes while a prefetch still runs cuobjdump waits for that run instead of starting
+// another; a failed run leaves the cache, so the next reader tries again.
+using SassFuture = std::shared_future<Result<SassListing>>;
 std::mutex sass_cache_mutex;
-std::map<std::string, SassListing> sass_cache;
+std::map<std::string, SassFuture> sass_cache;
 
 std::string sass_cache_key(const SassToolOptions& options, const fs::path& object) {
   std::error_code ec;
@@ -185,16 +189,28 @@ std::string sass_cache_key(const SassToolOptions& options, const fs::path& objec
                      options.cuobjdump.string());
 }
 
-Result<SassListing> cached_listing(const SassToolOptions& options, const fs::path& object) {
+// The listing's future: the cached one, or a new one that runs cuobjdump on a thread of its own
+// (`policy` async) or in the first thread that waits for it (deferred).
+SassFuture listing_future(const SassToolOptions& options, const fs::path& object, std::launch policy,
+                          std::string* key_out) {
   const std::string key = sass_cache_key(options, object);
-  if (!key.empty()) {
+  *key_out = key;
+  auto run = [options, object]() { return disassemble(options, object); };
+  if (key.empty()) return std::async(std::launch::deferred, run).share();
+  std::lock_guard<std::mutex> lock(sass_cache_mutex);
+  if (auto it = sass_cache.find(key); it != sass_cache.end()) return it->second;
+  SassFuture f = std::async(policy, run).share();
+  sass_cache.emplace(key, f);
+  return f;
+}
+
+Result<SassListing> cached_listing(const SassToolOptions& options, const fs::path& object) {
+  std::string key;
+  SassFuture f = listing_future(options, object, std::launch::deferred, &key);
+  Result<SassListing> listing = f.get();
+  if (!listing.ok() && !key.empty()) {
     std::lock_guard<std::mutex> lock(sass_cache_mutex);
-    if (auto it = sass_cache.find(key); it != sass_cache.end()) return it->second;
-  }
-  KP_TRY(SassListing listing, disassemble(options, object));
-  if (!key.empty()) {
-    std::lock_guard<std::mutex> lock(sass_cache_mutex);
-    sass_cache.emplace(key, listing);
+    sass_cache.erase(key);
   }
   return listing;
 }
@@ -207,10 +223,13 @@ Result<std::vector<KernelSass>> Profiler::sass(const fs::path& object, const bui
   return join_with_ptxas(listing, ptxas, sass_arch(cc_major, cc_minor));
 }
 
-Status Profiler::prefetch_sass(const SassToolOptions& options, const fs::path& object) {
-  KP_TRY(SassListing listing, cached_listing(options, object));
-  (void)listing;
-  return ok_status();
+Result<SassListing> Profiler::sass_listing(const SassToolOptions& options, const fs::path& object) {
+  return cached_listing(options, object);
+}
+
+void Profiler::prefetch_sass(const SassToolOptions& options, const fs::path& object) {
+  std::string key;
+  (void)listing_future(options, object, std::launch::async, &key);
 }
 
 }  // namespace kp::profile

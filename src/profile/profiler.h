@@ -90,11 +90,15 @@ class Profiler {
   // thread alongside counters() and trace() (the profile page does so).
   Result<std::vector<KernelSass>> sass(const std::filesystem::path& object, const build::PtxasReport& ptxas,
                                        int cc_major, int cc_minor);
-  // Disassembles `object` into the process's listing cache, which sass() reads first (keyed by
-  // the object's path, size and modification time). The model loop calls it in its build lane,
-  // so that a candidate's analysis finds its SASS ready: 0.9 s of cuobjdump a candidate that the
-  // GPU otherwise waited for (bench/results/h100-2026-12-07-loop).
-  static Status prefetch_sass(const SassToolOptions& options, const std::filesystem::path& object);
+  // Starts disassembling `object` on a thread of its own, into the process's listing cache that
+  // sass() reads first (keyed by the object's path, size and modification time), and returns at
+  // once; sass() then waits for that run rather than starting another. The model loop calls it
+  // as it builds each candidate (and the seed, before its first evaluation), so the analysis
+  // finds the SASS ready: 0.9-1.2 s of cuobjdump a candidate that the GPU otherwise waited for
+  // (bench/results/h100-2026-12-07-loop). A failure shows at the sass() call, which tries again.
+  static void prefetch_sass(const SassToolOptions& options, const std::filesystem::path& object);
+  // The listing of `object` through that cache (what sass() reads before joining it with ptxas).
+  static Result<SassListing> sass_listing(const SassToolOptions& options, const std::filesystem::path& object);
 
  private:
   // A one-shot worker run: the command that answers `request` and the file it answers into.

@@ -3,6 +3,8 @@
 // in sass_toolchain_test.cc.
 #include "profile/sass/cuobjdump.h"
 
+#include <chrono>
+
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -104,27 +106,43 @@ TEST_F(CuobjdumpTest, ParsesWhatTheToolPrints) {
   EXPECT_EQ(r->functions[0].arch, "sm_90");
 }
 
-// The model loop's build lane disassembles each candidate ahead (Profiler::prefetch_sass); its
-// analysis then reads the listing from the cache instead of running cuobjdump again, unless the
-// object changed.
-TEST_F(CuobjdumpTest, APrefetchedListingIsReadFromTheCacheUntilTheObjectChanges) {
+// The model loop starts disassembling each candidate as it builds it (Profiler::prefetch_sass,
+// which returns at once); the analysis then waits for that run instead of starting cuobjdump
+// again, and reads the listing from the cache until the object changes.
+TEST_F(CuobjdumpTest, APrefetchedListingIsRunOnceAndReadFromTheCacheUntilTheObjectChanges) {
   fs::path listing = fs::path(KP_TEST_DATA_DIR) / "sass" / "mma_sync.sass";
   fs::path runs = dir_->path() / "runs";
-  auto o = fake("echo run >> '" + runs.string() + "'\ncat '" + listing.string() + "'");
+  auto o = fake("echo run >> '" + runs.string() + "'\nsleep 0.5\ncat '" + listing.string() + "'");
   auto count = [&] {
     auto text = read_file(runs.string());
     return text.ok() ? split_lines(*text).size() : size_t{0};
   };
-  ASSERT_TRUE(Profiler::prefetch_sass(o, object_).ok());
-  ASSERT_TRUE(Profiler::prefetch_sass(o, object_).ok());
-  EXPECT_EQ(count(), 1u) << "the second request ran cuobjdump again";
+  const auto t0 = std::chrono::steady_clock::now();
+  Profiler::prefetch_sass(o, object_);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 0.4)
+      << "the prefetch waited for cuobjdump";
+  auto first = Profiler::sass_listing(o, object_);  // comes while the prefetch still runs
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_EQ(first->functions.size(), 1u);
+  ASSERT_TRUE(Profiler::sass_listing(o, object_).ok());
+  EXPECT_EQ(count(), 1u) << "the reader ran cuobjdump beside the prefetch, or again after it";
   // A rebuilt object (new contents, new size and time) is disassembled anew.
   ASSERT_TRUE(write_file(object_.string(), "another build, longer than the first").ok());
-  ASSERT_TRUE(Profiler::prefetch_sass(o, object_).ok());
+  ASSERT_TRUE(Profiler::sass_listing(o, object_).ok());
   EXPECT_EQ(count(), 2u);
-  // A failure is not cached: the next request tries again.
-  fs::path missing = dir_->path() / "missing.so";
-  EXPECT_FALSE(Profiler::prefetch_sass(o, missing).ok());
+}
+
+TEST_F(CuobjdumpTest, AFailedListingIsNotCached) {
+  fs::path listing = fs::path(KP_TEST_DATA_DIR) / "sass" / "mma_sync.sass";
+  fs::path ready = dir_->path() / "ready";
+  auto o = fake("[ -e '" + ready.string() + "' ] || { echo 'cuobjdump fatal: busy' >&2; exit 9; }\ncat '" +
+                listing.string() + "'");
+  Profiler::prefetch_sass(o, object_);
+  EXPECT_FALSE(Profiler::sass_listing(o, object_).ok());
+  ASSERT_TRUE(write_file(ready.string(), "").ok());
+  auto again = Profiler::sass_listing(o, object_);
+  ASSERT_TRUE(again.ok()) << "the failure was kept: " << again.error().message;
+  EXPECT_FALSE(Profiler::sass_listing(o, dir_->path() / "missing.so").ok());
 }
 
 TEST_F(CuobjdumpTest, ObjectWithoutDeviceCodeIsAnEmptyListing) {
