@@ -36,6 +36,8 @@ run() {
   local rc=$?
   echo "$name: rc=$rc ${limit}s-limit wall=$(($(date +%s) - t0))s $(tail -1 "$R/$name.log" | cut -c1-200)" | tee -a "$R/summary.txt"
   nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader >> "$R/gpu_procs.txt" 2>&1
+  # What is done so far comes back even when the call is cut before the end.
+  tar czf "$OUT/results.tgz" "$R" 2>/dev/null; cp "$R/summary.txt" "$OUT/" 2>/dev/null
 }
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv
