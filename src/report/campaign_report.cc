@@ -107,10 +107,17 @@ Result<ProblemResult> read_run(const fs::path& run_dir, const std::string& id, c
   r.tokens = spend.input_tokens + spend.output_tokens;
   r.cost_usd = spend.cost_usd;
   std::map<int64_t, std::string> outcome_of;  // candidate -> its last verdict
+  // A KernelBench run's root is the problem's own Model, evaluated as the seed: it is the
+  // reference, not a solution, and counts neither as correct nor as the best (KernelBench's
+  // fast_p is over generated kernels). A native task's seed is a kernel and counts.
+  std::set<int64_t> reference_candidates;
+  if (kind == "kernelbench")
+    for (const auto& n : nodes)
+      if (n.parent < 0) reference_candidates.insert(n.candidate);
   const store::EvaluationRow* best = nullptr;
   for (const auto& e : evals) {
     outcome_of[e.candidate] = e.outcome;
-    if (e.outcome != "ok" || e.seconds <= 0) continue;
+    if (e.outcome != "ok" || e.seconds <= 0 || reference_candidates.count(e.candidate)) continue;
     ++r.ok_candidates;
     if (!best || e.seconds < best->seconds) best = &e;
   }
@@ -165,8 +172,8 @@ Result<ProblemResult> read_run(const fs::path& run_dir, const std::string& id, c
   return r;
 }
 
-double energy_change(const ProblemResult& p) {
-  if (p.chosen_joules <= 0 || p.joules_per_call <= 0) return 0;
+std::optional<double> energy_change(const ProblemResult& p) {
+  if (p.chosen_s <= 0 || p.chosen_joules <= 0 || p.joules_per_call <= 0) return std::nullopt;
   return p.chosen_joules / p.joules_per_call - 1;
 }
 
@@ -294,7 +301,7 @@ json to_json(const CampaignReport& r) {
                         {"objective", p.objective},
                         {"chosen_s", p.chosen_s},
                         {"chosen_joules_per_call", p.chosen_joules},
-                        {"energy_change_vs_fastest", energy_change(p)},
+                        {"energy_change_vs_fastest", energy_change(p) ? json(*energy_change(p)) : json(nullptr)},
                         {"achieved_flops_per_s", p.achieved_flops},
                         {"achieved_bytes_per_s", p.achieved_bytes},
                         {"candidates", p.candidates},
@@ -334,12 +341,12 @@ std::string energy_text(const CampaignReport& r) {
     if (o.empty())
       o = fmt::format("\n{:<28} {:<24} {:>10} {:>10} {:>10} {:>10} {:>9}\n", "problem", "objective", "chosen",
                       "J/call", "fastest", "J/call", "energy");
-    const double change = energy_change(p);
-    if (change != 0) ratios.push_back(1 + change);
+    const auto change = energy_change(p);
+    if (change) ratios.push_back(1 + *change);
     o += fmt::format("{:<28} {:<24} {:>10} {:>10} {:>10} {:>10} {:>9}\n", p.id, p.objective, format_seconds(p.chosen_s),
                      p.chosen_joules > 0 ? fmt::format("{:.3g}", p.chosen_joules) : "-", format_seconds(p.best_s),
                      p.joules_per_call > 0 ? fmt::format("{:.3g}", p.joules_per_call) : "-",
-                     change != 0 ? fmt::format("{:+.1f}%", 100 * change) : "-");
+                     change ? fmt::format("{:+.1f}%", 100 * *change) : "-");
   }
   if (!ratios.empty())
     o += fmt::format("energy per call of the chosen candidates against the fastest: {:+.1f}% (geomean of {})\n",
@@ -589,12 +596,12 @@ std::string to_html(const CampaignReport& r) {
   std::string energy;
   for (const auto& p : r.problems) {
     if (p.objective == "time" || p.chosen_s <= 0) continue;
-    const double change = energy_change(p);
+    const auto change = energy_change(p);
     energy += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
                           esc(p.id), esc(p.objective), format_seconds(p.chosen_s),
                           p.chosen_joules > 0 ? fmt::format("{:.3g}", p.chosen_joules) : "-", format_seconds(p.best_s),
                           p.joules_per_call > 0 ? fmt::format("{:.3g}", p.joules_per_call) : "-",
-                          change != 0 ? fmt::format("{:+.1f}%", 100 * change) : "-");
+                          change ? fmt::format("{:+.1f}%", 100 * *change) : "-");
   }
   if (!energy.empty())
     o += "<h2>Energy</h2>\n<p>The candidate each search chose under its energy objective against the fastest "

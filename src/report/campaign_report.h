@@ -82,8 +82,9 @@ struct CampaignReport {
 };
 
 // The chosen candidate's energy against the fastest one's, as a fraction (-0.116: 11.6% fewer J
-// per call); 0 when either was not measured.
-double energy_change(const ProblemResult& p);
+// per call; 0 when the objective chose the fastest); nullopt when either was not measured or the
+// run chose by time.
+std::optional<double> energy_change(const ProblemResult& p);
 
 // A run folder (store.db) as one problem's result. `id`/`kind` name it in the report.
 Result<ProblemResult> read_run(const std::filesystem::path& run_dir, const std::string& id, const std::string& kind,

@@ -157,7 +157,8 @@ TEST_F(CampaignReportDir, AnEnergySearchShowsItsChoiceAgainstTheFastest) {
   EXPECT_EQ(p.objective, "energy-at-matched-time");
   EXPECT_DOUBLE_EQ(p.best_s, 0.001) << "the speed columns stay the fastest candidate's";
   EXPECT_DOUBLE_EQ(p.chosen_s, 0.00102);
-  EXPECT_NEAR(energy_change(p), 0.2 / 0.25 - 1, 1e-12);
+  ASSERT_TRUE(energy_change(p).has_value());
+  EXPECT_NEAR(*energy_change(p), 0.2 / 0.25 - 1, 1e-12);
   EXPECT_NEAR(to_json(r)["problems"][0]["energy_change_vs_fastest"].get<double>(), -0.2, 1e-12);
   EXPECT_NE(to_text(r).find("-20.0%"), std::string::npos) << to_text(r);
   EXPECT_NE(to_html(r).find("<table id=\"energy\""), std::string::npos);
@@ -167,6 +168,27 @@ TEST_F(CampaignReportDir, AnEnergySearchShowsItsChoiceAgainstTheFastest) {
   auto t = campaign_report(campaign()).value();
   EXPECT_EQ(t.problems[0].chosen_s, 0);
   EXPECT_EQ(to_html(t).find("<table id=\"energy\""), std::string::npos);
+}
+
+// A KernelBench run stopped after its seed (the problem's own Model, timed as the root, 1.0x):
+// the reference is no solution, so the problem is not correct and fast_0 stays 0 (the H100
+// campaign of 2026-12-07 counted eight such problems as correct before this).
+TEST_F(CampaignReportDir, AKernelBenchSeedIsTheReferenceAndNoSolution) {
+  const fs::path py = dir_->path() / "KernelBench" / "level1" / "21_Sigmoid.py";
+  fs::create_directories(py.parent_path());
+  driver::CampaignSpec spec;
+  spec.suite = (dir_->path() / "KernelBench").string();
+  spec.problems.push_back({"level1/21_Sigmoid", "kernelbench", py, 1});
+  ASSERT_TRUE(driver::save_campaign(campaign(), spec).ok());
+  auto s = store::RunStore::open(campaign() / "runs" / "level1-21_Sigmoid" / "store.db").value();
+  const int64_t c0 = s.add_candidate("", "class Model: ...").value();
+  const int64_t root = s.add_node({0, -1, "root", "seed", c0}).value();
+  ASSERT_TRUE(s.record_evaluation(root, {c0, "ok", "", 0.0043, 2.9, 0.99, "{}"}, true, 0.0043, 2.9).ok());
+  auto r = campaign_report(campaign()).value();
+  EXPECT_FALSE(r.problems[0].correct);
+  EXPECT_EQ(r.problems[0].candidates, 1) << "its evaluation still counts as work done";
+  EXPECT_DOUBLE_EQ(r.groups[0].fast_p[0], 0.0);
+  EXPECT_EQ(r.groups[0].geomean_speedup, 0.0);
 }
 
 }  // namespace

@@ -148,6 +148,43 @@ TEST(Search, RewardsAreClippedLogGainsUnderEachObjective) {
   EXPECT_FALSE(objective_from_string("speed").ok());
 }
 
+// The H100 campaign of 2026-12-07: gemm_bf16's tuner points were all 80x slower than cuBLAS, so
+// their rewards clipped to the same -3 and the seed (16.5 ms, 8.0 J) was written as the best over
+// a point that was faster and cheaper (15.3 ms, 6.5 J). The best is ranked on the measurements.
+TEST(Search, TheBestIsRankedOnTheMeasurementsNotOnClippedRewards) {
+  const Measurement ref{true, 0.000189, 0};  // no reference energy: the rewards fall back to time
+  for (Objective obj : {Objective::kTime, Objective::kEnergy, Objective::kEdp, Objective::kEnergyAtMatchedTime}) {
+    RewardOptions o;
+    o.objective = obj;
+    Tree t({true, 0.0165, 8.04}, ref, o);
+    const int slow = t.add(0, {EdgeKind::kTune, "TILE=8"});
+    t.measure(slow, {true, 0.0264, 13.7});
+    const int fast = t.add(0, {EdgeKind::kTune, "TILE=32"});
+    t.measure(fast, {true, 0.0153, 6.47});
+    EXPECT_DOUBLE_EQ(t.node(0).reward, t.node(fast).reward) << "both clipped";
+    EXPECT_EQ(t.best(), fast) << to_string(obj);
+  }
+  // Energy at matched time: the frugal one within 5% of the fastest wins; one outside does not.
+  RewardOptions o;
+  o.objective = Objective::kEnergyAtMatchedTime;
+  Tree t({true, 1.0, 10.0}, {true, 2.0, 20.0}, o);
+  const int frugal = t.add(0, {EdgeKind::kIdea, "fewer registers"});
+  t.measure(frugal, {true, 1.04, 8.0});
+  const int slow_frugal = t.add(0, {EdgeKind::kIdea, "half the SMs"});
+  t.measure(slow_frugal, {true, 1.5, 4.0});
+  EXPECT_EQ(t.best(), frugal);
+  o.objective = Objective::kEnergy;
+  Tree e({true, 1.0, 10.0}, {true, 2.0, 20.0}, o);
+  e.measure(e.add(0, {EdgeKind::kIdea, "a"}), {true, 1.04, 8.0});
+  const int least = e.add(0, {EdgeKind::kIdea, "b"});
+  e.measure(least, {true, 1.5, 4.0});
+  EXPECT_EQ(e.best(), least);
+  o.objective = Objective::kTime;
+  Tree tm({true, 1.0, 10.0}, {true, 2.0, 20.0}, o);
+  tm.measure(tm.add(0, {EdgeKind::kIdea, "c"}), {false, 0, 0});
+  EXPECT_EQ(tm.best(), 0) << "the root when nothing else passes";
+}
+
 }  // namespace
 }  // namespace kp::search
 

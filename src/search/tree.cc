@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -108,13 +109,28 @@ void Tree::measure(int id, const Measurement& m) {
 
 int Tree::best() const {
   const double fastest = fastest_seconds();
+  const double window = fastest * (1 + options_.matched_time_pct / 100);
+  // Lower is better: (tier, the objective's figure, time).
+  auto rank = [&](const Measurement& m) -> std::tuple<int, double, double> {
+    const bool energy = m.joules > 0;
+    switch (options_.objective) {
+      case Objective::kTime: return {0, m.seconds, m.seconds};
+      case Objective::kEnergy: return energy ? std::tuple{0, m.joules, m.seconds} : std::tuple{1, m.seconds, m.seconds};
+      case Objective::kEdp:
+        return energy ? std::tuple{0, m.joules * m.seconds, m.seconds} : std::tuple{1, m.seconds, m.seconds};
+      case Objective::kEnergyAtMatchedTime:
+        if (m.seconds > window) return {2, m.seconds, m.seconds};
+        return energy ? std::tuple{0, m.joules, m.seconds} : std::tuple{1, m.seconds, m.seconds};
+    }
+    return {3, m.seconds, m.seconds};
+  };
   int best = 0;
-  double best_reward = -1e300;
+  std::optional<std::tuple<int, double, double>> best_rank;
   for (const auto& n : nodes_) {
-    if (!n.measured || !n.measured->ok) continue;
-    const double r = search::reward(*n.measured, reference_, options_, fastest);
-    if (r > best_reward) {
-      best_reward = r;
+    if (!n.measured || !n.measured->ok || n.measured->seconds <= 0) continue;
+    const auto r = rank(*n.measured);
+    if (!best_rank || r < *best_rank) {
+      best_rank = r;
       best = n.id;
     }
   }

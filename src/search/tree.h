@@ -83,8 +83,13 @@ class Tree {
   const Measurement& reference() const { return reference_; }
   const RewardOptions& options() const { return options_; }
 
-  // The measured, passing node with the highest reward under the objective (the root if none
-  // beats it). With kEnergyAtMatchedTime the rewards are recomputed against the fastest time.
+  // The measured, passing node the objective ranks first (the root if none passes), ranked on the
+  // measurements themselves, not on the clipped rewards: candidates far from the reference all
+  // clip to the same reward, and the first of them would win. kTime: the least time; kEnergy:
+  // the least energy; kEdp: the least time x energy; kEnergyAtMatchedTime: the least energy among
+  // the nodes within matched_time_pct of the fastest, else the fastest. A node without energy
+  // ranks after those with it under the energy objectives (by time among themselves); ties go to
+  // the faster, then the older.
   int best() const;
   // The node measured last (the root before any other): the one greedy and beam repair first.
   // With children in flight (the model's pipeline) it need not be the newest node.
