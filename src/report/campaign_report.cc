@@ -126,6 +126,8 @@ Result<ProblemResult> read_run(const fs::path& run_dir, const std::string& id, c
     r.best_s = best->seconds;
     r.joules_per_call = best->joules;
     json j = json::parse(best->report_json, nullptr, false);
+    // The model loop records {"eval": the verdict, "feedback": ..., ...}; the tuner the verdict.
+    if (j.is_object() && j.contains("eval") && j["eval"].is_object()) j = j["eval"];
     if (j.is_object()) {
       r.reference_s = j.value("reference_median_s", 0.0);
       r.floor_s = j.value("physics_floor_s", 0.0);

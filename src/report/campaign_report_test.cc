@@ -189,6 +189,23 @@ TEST_F(CampaignReportDir, AKernelBenchSeedIsTheReferenceAndNoSolution) {
   EXPECT_EQ(r.problems[0].candidates, 1) << "its evaluation still counts as work done";
   EXPECT_DOUBLE_EQ(r.groups[0].fast_p[0], 0.0);
   EXPECT_EQ(r.groups[0].geomean_speedup, 0.0);
+
+  // The model's candidate, recorded as the model loop records it (the verdict under "eval"):
+  // its card, reference time and floor are read from there.
+  const int64_t c1 = s.add_candidate("__global__ void k() {}", "class ModelNew: ...").value();
+  const int64_t child = s.add_node({0, root, "idea", "one fused pass", c1}).value();
+  const json verdict = {{"eval",
+                         {{"reference_median_s", 0.0043}, {"physics_floor_s", 0.0021},
+                          {"device", {{"name", "NVIDIA H200"}}}}},
+                        {"feedback", "tools"}};
+  ASSERT_TRUE(s.record_evaluation(child, {c1, "ok", "", 0.0021 / 0.9, 1.0, 0.0043 / (0.0021 / 0.9), verdict.dump()},
+                                  true, 0.0021 / 0.9, 1.0)
+                  .ok());
+  auto m = campaign_report(campaign()).value();
+  ASSERT_TRUE(m.problems[0].correct);
+  EXPECT_EQ(m.problems[0].device, "NVIDIA H200");
+  EXPECT_NEAR(m.problems[0].speed_of_light, 0.9, 1e-9);
+  EXPECT_DOUBLE_EQ(m.groups[0].fast_p[0], 1.0);
 }
 
 }  // namespace
