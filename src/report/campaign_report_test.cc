@@ -10,6 +10,7 @@
 #include "driver/campaign.h"
 #include "store/run_store.h"
 #include "sys/temp_dir.h"
+#include "tests/support/paths.h"
 #include "util/strings.h"
 
 namespace kp::report {
@@ -206,6 +207,36 @@ TEST_F(CampaignReportDir, AKernelBenchSeedIsTheReferenceAndNoSolution) {
   EXPECT_EQ(m.problems[0].device, "NVIDIA H200");
   EXPECT_NEAR(m.problems[0].speed_of_light, 0.9, 1e-9);
   EXPECT_DOUBLE_EQ(m.groups[0].fast_p[0], 1.0);
+}
+
+// The campaigns run on an H100 on 2026-12-07 (tests/data/campaigns/h100-*, evidence in
+// bench/results/h100-2026-12-07-campaign): their figures as the report gives them.
+TEST(CampaignReportRecorded, TheH100CampaignsGiveTheirFigures) {
+  const fs::path data = testing::test_data_dir() / "campaigns";
+  auto ex = campaign_report(data / "h100-examples");
+  ASSERT_TRUE(ex.ok()) << ex.error().message;
+  ASSERT_EQ(ex->problems.size(), 8u);
+  ASSERT_EQ(ex->groups.size(), 1u);
+  EXPECT_EQ(ex->groups[0].correct, 7) << "all but the CuTe GEMM, which had no CUTLASS there";
+  EXPECT_EQ(ex->groups[0].candidates, 26);
+  for (const auto& p : ex->problems) {
+    if (p.id == "gemm_bf16_cute") EXPECT_EQ(p.state, "failed");
+    if (p.id == "softmax") EXPECT_NEAR(p.speedup, 2.31, 0.01);
+    if (p.correct) EXPECT_EQ(p.device, "NVIDIA H100 80GB HBM3") << p.id;
+  }
+  auto kb = campaign_report(data / "h100-kb-manual");
+  ASSERT_TRUE(kb.ok()) << kb.error().message;
+  ASSERT_EQ(kb->problems.size(), 10u);
+  EXPECT_EQ(kb->groups[0].correct, 2) << "the eight unanswered problems have only their reference";
+  EXPECT_DOUBLE_EQ(kb->groups[0].fast_p[0], 0.2);
+  for (const auto& p : kb->problems) {
+    if (p.id != "level1/30_Softsign") continue;
+    EXPECT_NEAR(p.speedup, 2.95, 0.01);
+    EXPECT_NEAR(p.vs_eager, 2.95, 0.02) << "the baseline measured on the same card";
+    EXPECT_NEAR(p.vs_compile, 0.86, 0.01);
+    EXPECT_GT(p.speed_of_light, 0.5);
+  }
+  EXPECT_TRUE(kb->notes.empty()) << kb->notes[0];
 }
 
 }  // namespace
