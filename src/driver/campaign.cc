@@ -191,6 +191,36 @@ Status save_campaign(const fs::path& dir, const CampaignSpec& spec) {
   return write_file_atomic((dir / kCampaignFile).string(), spec.to_json().dump(2) + "\n");
 }
 
+namespace {
+
+// The candidates a problem's run has measured so far: distinct candidates with a verdict in its
+// store (a duplicate the run measured once counts once); 0 when there is no store to read.
+int measured_candidates(const fs::path& run_dir) {
+  auto s = store::RunStore::open(run_dir / "store.db", store::RunStore::Access::kReader);
+  if (!s.ok()) return 0;
+  auto evals = s->evaluations();
+  if (!evals.ok()) return 0;
+  std::set<int64_t> seen;
+  for (const auto& e : *evals) seen.insert(e.candidate);
+  return static_cast<int>(seen.size());
+}
+
+}  // namespace
+
+std::vector<std::string> remaining_budget_args(std::vector<std::string> args, int measured) {
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] != "--budget") continue;
+    int budget = 0;
+    try {
+      budget = std::stoi(args[i + 1]);
+    } catch (const std::exception&) {
+      return args;
+    }
+    args[i + 1] = std::to_string(std::max(1, budget - measured));
+  }
+  return args;
+}
+
 Result<CampaignSpec> load_campaign(const fs::path& dir) {
   const fs::path f = dir / kCampaignFile;
   std::error_code ec;
@@ -437,12 +467,15 @@ Result<CampaignRun> run_campaign(const CampaignSpec& spec, const CampaignOptions
 
       sys::Command cmd;
       cmd.argv = {o.kernelpro.string(), "optimize", p->path.string(), "--run-dir", run_dir.string(), "--json"};
-      if (fs::exists(run_dir / "store.db", ec)) cmd.argv.push_back("--resume");
+      const bool resume = fs::exists(run_dir / "store.db", ec);
+      if (resume) cmd.argv.push_back("--resume");
       if (p->kind == "kernelbench" && !spec.python.empty()) {
         cmd.argv.push_back("--python");
         cmd.argv.push_back(spec.python);
       }
-      for (const auto& a : spec.optimize_args) cmd.argv.push_back(a);
+      for (const auto& a : resume ? remaining_budget_args(spec.optimize_args, measured_candidates(run_dir))
+                                  : spec.optimize_args)
+        cmd.argv.push_back(a);
       cmd.env_set = o.env;
       cmd.env_set.push_back({"KP_CAMPAIGN_PID", std::to_string(getpid())});
       if (lane == "cpu")

@@ -155,6 +155,11 @@ struct CampaignRun {
   bool interrupted = false;
 };
 
+// `optimize` counts --budget per invocation; a campaign's budget is per problem. A resumed run
+// (a manual prompt answered, an interrupt, a held GPU) gets the campaign's --budget less the
+// candidates its store already measured, at least 1 so that the run can settle.
+std::vector<std::string> remaining_budget_args(std::vector<std::string> optimize_args, int measured);
+
 // Runs the problems not yet done (and, with retry_failed, the failed ones), each lane taking the
 // next in order, until none is left or `interrupted`. A problem whose optimize stopped before its
 // budget (interrupted, the GPU was held by another process) stays pending: the next run resumes

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "build/builder.h"
+#include "store/run_store.h"
 #include "sys/temp_dir.h"
 #include "tests/support/paths.h"
 #include "util/strings.h"
@@ -245,6 +246,33 @@ TEST(BuildSlotTest, TheSlotsBoundTheCompilersAtOnce) {
   EXPECT_TRUE(second_in.load());
   EXPECT_FALSE(build::BuildSlot::take("no-colon").ok());
   EXPECT_FALSE(build::BuildSlot::take("/tmp/x:0").ok());
+}
+
+// A problem stopped and resumed (here: a manual prompt answered) gets what is left of the
+// campaign's budget, not the whole budget again: its store already measured two candidates (one
+// of them recorded twice, as a duplicate is), so of --budget 3 one is left.
+TEST_F(CampaignTest, AResumedProblemGetsWhatIsLeftOfItsBudget) {
+  CampaignSpec s = spec({"a_manual"});
+  const fs::path run = root() / "campaign" / "runs" / s.problems[0].folder();
+  fs::create_directories(run);
+  {
+    auto st = store::RunStore::open(run / "store.db").value();
+    const int64_t c0 = st.add_candidate("seed", "").value(), c1 = st.add_candidate("fast", "").value();
+    const int64_t n0 = st.add_node({0, -1, "root", "seed", c0}).value();
+    const int64_t n1 = st.add_node({0, n0, "idea", "float4", c1}).value();
+    const int64_t n2 = st.add_node({0, n0, "idea", "float4, again", c1}).value();
+    ASSERT_TRUE(st.record_evaluation(n0, {c0, "ok", "", 0.002, 0, 1.0, "{}"}, true, 0.002, 0).ok());
+    ASSERT_TRUE(st.record_evaluation(n1, {c1, "ok", "", 0.001, 0, 2.0, "{}"}, true, 0.001, 0).ok());
+    ASSERT_TRUE(st.record_evaluation(n2, {c1, "ok", "", 0.001, 0, 2.0, "{}"}, true, 0.001, 0).ok());
+  }
+  ASSERT_TRUE(run_campaign(s, options()).ok());
+  ASSERT_EQ(calls().size(), 1u);
+  EXPECT_NE(calls()[0].find("--resume --budget 1"), std::string::npos) << calls()[0];
+
+  EXPECT_EQ(remaining_budget_args({"--budget", "3", "--search", "mcts"}, 5),
+            (std::vector<std::string>{"--budget", "1", "--search", "mcts"}))
+      << "at least one, so that the run settles";
+  EXPECT_EQ(remaining_budget_args({"--search", "greedy"}, 2), (std::vector<std::string>{"--search", "greedy"}));
 }
 
 }  // namespace

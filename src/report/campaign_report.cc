@@ -102,7 +102,9 @@ Result<ProblemResult> read_run(const fs::path& run_dir, const std::string& id, c
   KP_TRY(auto evals, s.evaluations());
   KP_TRY(auto nodes, s.nodes());
   KP_TRY(store::LlmSpend spend, s.llm_spend());
-  r.candidates = static_cast<int>(evals.size());
+  std::set<int64_t> measured;  // a duplicate the loop measured once is recorded again: count it once
+  for (const auto& e : evals) measured.insert(e.candidate);
+  r.candidates = static_cast<int>(measured.size());
   r.llm_calls = spend.calls;
   r.tokens = spend.input_tokens + spend.output_tokens;
   r.cost_usd = spend.cost_usd;
@@ -115,12 +117,14 @@ Result<ProblemResult> read_run(const fs::path& run_dir, const std::string& id, c
     for (const auto& n : nodes)
       if (n.parent < 0) reference_candidates.insert(n.candidate);
   const store::EvaluationRow* best = nullptr;
+  std::set<int64_t> passed;
   for (const auto& e : evals) {
     outcome_of[e.candidate] = e.outcome;
     if (e.outcome != "ok" || e.seconds <= 0 || reference_candidates.count(e.candidate)) continue;
-    ++r.ok_candidates;
+    passed.insert(e.candidate);
     if (!best || e.seconds < best->seconds) best = &e;
   }
+  r.ok_candidates = static_cast<int>(passed.size());
   if (best) {
     r.correct = true;
     r.best_s = best->seconds;
