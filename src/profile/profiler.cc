@@ -204,15 +204,20 @@ SassFuture listing_future(const SassToolOptions& options, const fs::path& object
   return f;
 }
 
+// A failure leaves the cache and is tried once more: the failed run may have been a prefetch's,
+// started before the object was complete.
 Result<SassListing> cached_listing(const SassToolOptions& options, const fs::path& object) {
-  std::string key;
-  SassFuture f = listing_future(options, object, std::launch::deferred, &key);
-  Result<SassListing> listing = f.get();
-  if (!listing.ok() && !key.empty()) {
-    std::lock_guard<std::mutex> lock(sass_cache_mutex);
-    sass_cache.erase(key);
+  for (int attempt = 0;; ++attempt) {
+    std::string key;
+    SassFuture f = listing_future(options, object, std::launch::deferred, &key);
+    Result<SassListing> listing = f.get();
+    if (listing.ok() || key.empty()) return listing;
+    {
+      std::lock_guard<std::mutex> lock(sass_cache_mutex);
+      sass_cache.erase(key);
+    }
+    if (attempt == 1) return listing;
   }
-  return listing;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "profile/sass/cuobjdump.h"
 
 #include <chrono>
+#include <thread>
 
 #include <sys/stat.h>
 
@@ -138,10 +139,17 @@ TEST_F(CuobjdumpTest, AFailedListingIsNotCached) {
   auto o = fake("[ -e '" + ready.string() + "' ] || { echo 'cuobjdump fatal: busy' >&2; exit 9; }\ncat '" +
                 listing.string() + "'");
   Profiler::prefetch_sass(o, object_);
-  EXPECT_FALSE(Profiler::sass_listing(o, object_).ok());
+  EXPECT_FALSE(Profiler::sass_listing(o, object_).ok()) << "failed in the prefetch and again in the reader";
   ASSERT_TRUE(write_file(ready.string(), "").ok());
   auto again = Profiler::sass_listing(o, object_);
   ASSERT_TRUE(again.ok()) << "the failure was kept: " << again.error().message;
+  // A prefetch that failed before its reader came is tried again by the reader.
+  ASSERT_TRUE(write_file(object_.string(), "rebuilt").ok());
+  fs::remove(ready);
+  Profiler::prefetch_sass(o, object_);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the fake fails at once: let it
+  ASSERT_TRUE(write_file(ready.string(), "").ok());
+  EXPECT_TRUE(Profiler::sass_listing(o, object_).ok()) << "the prefetch's failure reached the reader";
   EXPECT_FALSE(Profiler::sass_listing(o, dir_->path() / "missing.so").ok());
 }
 
