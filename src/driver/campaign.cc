@@ -198,11 +198,8 @@ namespace {
 int measured_candidates(const fs::path& run_dir) {
   auto s = store::RunStore::open(run_dir / "store.db", store::RunStore::Access::kReader);
   if (!s.ok()) return 0;
-  auto evals = s->evaluations();
-  if (!evals.ok()) return 0;
-  std::set<int64_t> seen;
-  for (const auto& e : *evals) seen.insert(e.candidate);
-  return static_cast<int>(seen.size());
+  auto n = s->measured_candidates();
+  return n.ok() ? *n : 0;
 }
 
 }  // namespace

@@ -266,12 +266,9 @@ int RunLedger::settle(const search::Tree& tree, StopReason stopped) {
   report_.seed_seconds = tree.node(0).measured->seconds;
   report_.best_seconds = tree.node(best).measured->seconds;
   report_.best_joules = tree.node(best).measured->joules;
-  report_.fastest_seconds = report_.fastest_joules = 0;
-  for (size_t i = 0; i < tree.size(); ++i) {
-    const auto& m = tree.node(static_cast<int>(i)).measured;
-    if (m && m->ok && m->seconds > 0 && (report_.fastest_seconds == 0 || m->seconds < report_.fastest_seconds))
-      report_.fastest_seconds = m->seconds, report_.fastest_joules = m->joules;
-  }
+  const int fastest = tree.fastest();
+  report_.fastest_seconds = fastest < 0 ? 0 : tree.node(fastest).measured->seconds;
+  report_.fastest_joules = fastest < 0 ? 0 : tree.node(fastest).measured->joules;
   report_.reference_seconds = tree.reference().seconds;
   return best;
 }

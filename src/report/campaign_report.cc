@@ -1,8 +1,10 @@
 #include "report/campaign_report.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -102,9 +104,7 @@ Result<ProblemResult> read_run(const fs::path& run_dir, const std::string& id, c
   KP_TRY(auto evals, s.evaluations());
   KP_TRY(auto nodes, s.nodes());
   KP_TRY(store::LlmSpend spend, s.llm_spend());
-  std::set<int64_t> measured;  // a duplicate the loop measured once is recorded again: count it once
-  for (const auto& e : evals) measured.insert(e.candidate);
-  r.candidates = static_cast<int>(measured.size());
+  KP_TRY(r.candidates, s.measured_candidates());
   r.llm_calls = spend.calls;
   r.tokens = spend.input_tokens + spend.output_tokens;
   r.cost_usd = spend.cost_usd;
@@ -338,21 +338,30 @@ std::string to_csv(const CampaignReport& r) {
 
 namespace {
 
+// The Energy table's cells for a problem searched under an energy objective (problem, objective,
+// chosen time and J per call, fastest time and J per call, change); nullopt for any other.
+std::optional<std::array<std::string, 7>> energy_cells(const ProblemResult& p) {
+  if (p.objective == "time" || p.chosen_s <= 0) return std::nullopt;
+  auto joules = [](double j) { return j > 0 ? fmt::format("{:.3g}", j) : std::string("-"); };
+  const auto change = energy_change(p);
+  return std::array<std::string, 7>{p.id,           p.objective,           format_seconds(p.chosen_s),
+                                    joules(p.chosen_joules), format_seconds(p.best_s), joules(p.joules_per_call),
+                                    change ? fmt::format("{:+.1f}%", 100 * *change) : "-"};
+}
+
 // Under an energy objective: per problem the candidate the search chose against the fastest one.
 std::string energy_text(const CampaignReport& r) {
   std::string o;
   std::vector<double> ratios;
   for (const auto& p : r.problems) {
-    if (p.objective == "time" || p.chosen_s <= 0) continue;
+    const auto c = energy_cells(p);
+    if (!c) continue;
     if (o.empty())
       o = fmt::format("\n{:<28} {:<24} {:>10} {:>10} {:>10} {:>10} {:>9}\n", "problem", "objective", "chosen",
                       "J/call", "fastest", "J/call", "energy");
-    const auto change = energy_change(p);
-    if (change) ratios.push_back(1 + *change);
-    o += fmt::format("{:<28} {:<24} {:>10} {:>10} {:>10} {:>10} {:>9}\n", p.id, p.objective, format_seconds(p.chosen_s),
-                     p.chosen_joules > 0 ? fmt::format("{:.3g}", p.chosen_joules) : "-", format_seconds(p.best_s),
-                     p.joules_per_call > 0 ? fmt::format("{:.3g}", p.joules_per_call) : "-",
-                     change ? fmt::format("{:+.1f}%", 100 * *change) : "-");
+    if (const auto change = energy_change(p)) ratios.push_back(1 + *change);
+    o += fmt::format("{:<28} {:<24} {:>10} {:>10} {:>10} {:>10} {:>9}\n", (*c)[0], (*c)[1], (*c)[2], (*c)[3], (*c)[4],
+                     (*c)[5], (*c)[6]);
   }
   if (!ratios.empty())
     o += fmt::format("energy per call of the chosen candidates against the fastest: {:+.1f}% (geomean of {})\n",
@@ -601,13 +610,11 @@ std::string to_html(const CampaignReport& r) {
   o += "</table>\n";
   std::string energy;
   for (const auto& p : r.problems) {
-    if (p.objective == "time" || p.chosen_s <= 0) continue;
-    const auto change = energy_change(p);
-    energy += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                          esc(p.id), esc(p.objective), format_seconds(p.chosen_s),
-                          p.chosen_joules > 0 ? fmt::format("{:.3g}", p.chosen_joules) : "-", format_seconds(p.best_s),
-                          p.joules_per_call > 0 ? fmt::format("{:.3g}", p.joules_per_call) : "-",
-                          change ? fmt::format("{:+.1f}%", 100 * *change) : "-");
+    const auto c = energy_cells(p);
+    if (!c) continue;
+    energy += "<tr>";
+    for (const auto& cell : *c) energy += "<td>" + esc(cell) + "</td>";
+    energy += "</tr>\n";
   }
   if (!energy.empty())
     o += "<h2>Energy</h2>\n<p>The candidate each search chose under its energy objective against the fastest "

@@ -85,11 +85,16 @@ int Tree::add(int parent, Direction direction) {
   return nodes_.back().id;
 }
 
-double Tree::fastest_seconds() const {
-  double best = 0;
+int Tree::fastest() const {
+  int best = -1;
   for (const auto& n : nodes_)
-    if (n.measured && n.measured->ok && (best == 0 || n.measured->seconds < best)) best = n.measured->seconds;
+    if (n.measured && n.measured->ok && (best < 0 || n.measured->seconds < nodes_[best].measured->seconds)) best = n.id;
   return best;
+}
+
+double Tree::fastest_seconds() const {
+  const int f = fastest();
+  return f < 0 ? 0 : node(f).measured->seconds;
 }
 
 void Tree::measure(int id, const Measurement& m) {

@@ -94,6 +94,7 @@ class Tree {
   // The node measured last (the root before any other): the one greedy and beam repair first.
   // With children in flight (the model's pipeline) it need not be the newest node.
   int last_measured() const { return last_measured_; }
+  int fastest() const;             // the passing node with the least time; -1 if none
   double fastest_seconds() const;  // of the passing nodes; 0 if none
 
  private:

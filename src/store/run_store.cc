@@ -318,6 +318,12 @@ Result<std::vector<RunStore::FindingRow>> RunStore::findings(int64_t candidate) 
   return out;
 }
 
+Result<int> RunStore::measured_candidates() {
+  KP_TRY(Stmt s, db_.prepare("SELECT COUNT(DISTINCT candidate) FROM evaluations"));
+  KP_TRY(bool row, s.step());
+  return row ? static_cast<int>(s.int_at(0)) : 0;
+}
+
 Result<LlmSpend> RunStore::llm_spend() {
   KP_TRY(Stmt s, db_.prepare("SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
                              "COALESCE(SUM(cost_usd), 0) FROM llm_calls"));

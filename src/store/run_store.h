@@ -94,6 +94,9 @@ class RunStore {
   Status set_node_flags(int64_t node, bool closed, bool exhausted);
   Result<std::vector<NodeRow>> nodes();
   Result<std::vector<EvaluationRow>> evaluations();
+  // Distinct candidates with a verdict: a duplicate the loop measured once and recorded again
+  // counts once.
+  Result<int> measured_candidates();
 
   Result<int64_t> add_profile(int64_t candidate, const std::string& page_json);
   Status add_finding(int64_t profile, const std::string& tool, const std::string& severity, const std::string& text);
