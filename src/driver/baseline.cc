@@ -1,6 +1,5 @@
 #include "driver/baseline.h"
 
-
 #include <algorithm>
 #include <cctype>
 #include <chrono>
