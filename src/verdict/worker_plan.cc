@@ -34,4 +34,12 @@ uint64_t l2_flush_bytes(int64_t l2_bytes) {
   return std::max<uint64_t>(static_cast<uint64_t>(std::max<int64_t>(l2_bytes, 0)) * 4, uint64_t{256} << 20);
 }
 
+int grown_range_capacity(int capacity, int64_t launches) {
+  if (capacity <= 0) capacity = 1;
+  if (launches <= capacity || capacity >= kMostRangeCapacity) return capacity;
+  int64_t grown = capacity;
+  while (grown < launches && grown < kMostRangeCapacity) grown *= 2;
+  return static_cast<int>(std::min<int64_t>(grown, kMostRangeCapacity));
+}
+
 }  // namespace kp::eval

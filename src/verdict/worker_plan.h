@@ -1,7 +1,8 @@
 // The native worker's pure decisions (worker/native_evaluator.cc), kept apart from its CUDA calls
 // so that each is tested on the CPU: how many input sets fit, where timed calls go graph replay,
 // when the wall clock says work escaped the stream, when a candidate is slower on inputs it has
-// not seen, how the energy window is chunked, how big the L2 flush is.
+// not seen, how the energy window is chunked, how big the L2 flush is, how many launches the
+// Range Profiler session holds.
 #pragma once
 
 #include <cstdint>
@@ -56,5 +57,18 @@ int64_t energy_chunk_calls(double t_call_s);
 
 // Bytes of the buffer read to evict L2 before a timed call: four times the L2, at least 256 MiB.
 uint64_t l2_flush_bytes(int64_t l2_bytes);
+
+// The Range Profiler session's capacity (max_kernels): the most kernel launches one collection
+// profiles. CUPTI sizes the counter data image by it, and every collection starts from a fresh
+// copy of that image, so the worker's session starts at kFirstRangeCapacity and grows to what
+// the calls it profiles launch, up to kMostRangeCapacity (beyond that the counters are a
+// sample of the call's first launches).
+inline constexpr int kFirstRangeCapacity = 16;
+inline constexpr int kMostRangeCapacity = 256;
+
+// The capacity a session of `capacity` grows to after a call of `launches` launches overflowed
+// it: doubled until it holds them, at most kMostRangeCapacity. `capacity` itself when the
+// launches fit or it is already at the most.
+int grown_range_capacity(int capacity, int64_t launches);
 
 }  // namespace kp::eval

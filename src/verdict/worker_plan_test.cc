@@ -61,5 +61,16 @@ TEST(WorkerPlan, TheFlushIsFourL2sAtLeast256MiB) {
   EXPECT_EQ(l2_flush_bytes(int64_t{96} << 20), uint64_t{384} << 20);  // a larger L2
 }
 
+TEST(WorkerPlan, TheRangeProfilerSessionGrowsToHoldTheCallsLaunches) {
+  EXPECT_EQ(grown_range_capacity(16, 3), 16);     // fits: no new session
+  EXPECT_EQ(grown_range_capacity(16, 16), 16);
+  EXPECT_EQ(grown_range_capacity(16, 17), 32);    // doubled until it holds them
+  EXPECT_EQ(grown_range_capacity(16, 100), 128);
+  EXPECT_EQ(grown_range_capacity(16, 5000), kMostRangeCapacity);  // at most: a sample beyond
+  EXPECT_EQ(grown_range_capacity(kMostRangeCapacity, 5000), kMostRangeCapacity);
+  EXPECT_EQ(grown_range_capacity(0, 2), 2);       // a zero capacity is one
+  EXPECT_LE(kFirstRangeCapacity, kMostRangeCapacity);
+}
+
 }  // namespace
 }  // namespace kp::eval

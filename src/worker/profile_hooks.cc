@@ -2,11 +2,14 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string_view>
 
 #include <fmt/format.h>
+
+#include "verdict/worker_plan.h"
 
 namespace kp::worker {
 
@@ -65,11 +68,27 @@ Error range_profiler_error(std::string_view what, const char* message) {
 namespace {
 
 // One session per metric list, kept across requests and evaluations: on the H200 creating one
-// for 256 kernels cost 0.3 s and its first collection's first start 0.4 s, which a later
-// collection on the same session does not pay (bench/results/h200-2026-12-03-warm/).
+// cost 0.3 s and its first collection's first start 0.4 s, which a later collection on the same
+// session does not pay (bench/results/h200-2026-12-03-warm/).
 void* session = nullptr;
 std::vector<std::string> session_metrics;
+int session_capacity = 0;
 const RangeProfilerApi* session_api = nullptr;
+
+// A session's capacity (max_kernels) is the most launches one collection profiles. CUPTI sizes
+// the counter data image by it, and every collection starts from a fresh copy of that image, so
+// the worker starts small and grows to what the calls it has profiled launched (ARCHITECTURE.md,
+// d-session-capacity). KP_RP_CAPACITY=N sets the first capacity (bench/throughput.sh's
+// model_wide row: 256, as before).
+int first_capacity() {
+  static const int first = [] {
+    const char* v = std::getenv("KP_RP_CAPACITY");
+    int n = v ? std::atoi(v) : 0;
+    return n > 0 ? std::min(n, eval::kMostRangeCapacity) : eval::kFirstRangeCapacity;
+  }();
+  return first;
+}
+int wanted_capacity = 0;  // 0: first_capacity(); grows, never shrinks, for the worker's life
 
 }  // namespace
 
@@ -77,6 +96,7 @@ void release_range_profiler() {
   if (session && session_api) session_api->destroy(session);
   session = nullptr;
   session_metrics.clear();
+  session_capacity = 0;
 }
 
 namespace {
@@ -103,6 +123,74 @@ int run_work(void* user, int) {
 constexpr int kDropped = 6;         // KP_RP_ERR_DROPPED
 constexpr int kReplayMismatch = 8;  // KP_RP_ERR_REPLAY
 
+void drop_session() {
+  if (session && session_api) session_api->destroy(session);
+  session = nullptr;
+  session_metrics.clear();
+  session_capacity = 0;
+}
+
+// One collection on the kept session (made for `metrics` at the wanted capacity if need be).
+// `restore_first`: the inputs are not as `work` expects them (a collection ran before), so
+// `prepare` runs before a kernel-replay collection too.
+Result<nlohmann::json> collect_once(const RangeProfilerApi* api, const std::vector<std::string>& metrics,
+                                    const std::string& replay, const std::function<std::string()>& prepare,
+                                    const std::function<std::string()>& work, bool restore_first) {
+  char err[1024] = {0};
+  if (session && (session_metrics != metrics || session_capacity < wanted_capacity)) drop_session();
+  if (!session) {
+    std::vector<const char*> names;
+    for (const auto& m : metrics) names.push_back(m.c_str());
+    session = api->create(names.data(), static_cast<int>(names.size()), wanted_capacity, err, sizeof err);
+    if (!session) return range_profiler_error("creating a Range Profiler session", err);
+    session_metrics = metrics;
+    session_capacity = wanted_capacity;
+  }
+  std::string fallback_reason;
+  bool collected = false;
+  if (replay != "kernel" && api->collect) {
+    PassFunctions fns{&prepare, &work, {}};
+    int rc = api->collect(session, run_prepare, run_work, &fns, err, sizeof err);
+    if (!fns.failed.empty()) {
+      drop_session();
+      return make_error(ErrorCode::kTool, fns.failed);
+    }
+    if (rc == kReplayMismatch && replay == "auto") {
+      fallback_reason = err;  // the candidate's passes differ: CUPTI replays each kernel instead
+    } else if (rc != 0 && rc != kDropped) {
+      drop_session();
+      return range_profiler_error("collecting with the Range Profiler (user replay)", err);
+    } else {
+      collected = true;
+    }
+  }
+  if (!collected) {
+    if (!fallback_reason.empty() || restore_first) {
+      std::string failed = prepare();
+      if (!failed.empty()) return make_error(ErrorCode::kTool, failed);
+    }
+    if (api->begin(session, err, sizeof err) != 0) {
+      drop_session();
+      return range_profiler_error("starting the Range Profiler", err);
+    }
+    std::string failed = work();
+    int end_rc = api->end(session, err, sizeof err);
+    // kDropped: more launches than the session holds; the result keeps the first ones (a
+    // sample) and counts the rest in "dropped", as the user-replay path does.
+    if (!failed.empty() || (end_rc != 0 && end_rc != kDropped)) {
+      drop_session();
+      if (!failed.empty()) return make_error(ErrorCode::kTool, failed);
+      return range_profiler_error("stopping the Range Profiler", err);
+    }
+  }
+  const char* text = api->result_json(session);
+  nlohmann::json result = nlohmann::json::parse(text ? text : "", nullptr, false);
+  if (result.is_discarded() || !result.is_object())
+    return make_error(ErrorCode::kTool, "the Range Profiler library returned a result that is not a JSON object");
+  if (!fallback_reason.empty()) result["replay_fallback"] = fallback_reason;
+  return result;
+}
+
 }  // namespace
 
 Result<nlohmann::json> collect_range_profile(const std::string& library_path, const std::vector<std::string>& metrics,
@@ -116,75 +204,24 @@ Result<nlohmann::json> collect_range_profile(const std::string& library_path, co
   if (replay == "user" && !api->collect)
     return make_error(ErrorCode::kNotFound, fmt::format("{} has no kp_rp_collect (user replay); rebuild it", library_path));
   session_api = api;
-  char err[1024] = {0};
+  if (wanted_capacity == 0) wanted_capacity = first_capacity();
   auto t0 = std::chrono::steady_clock::now();
-  auto drop = [&]() {
-    if (session) api->destroy(session);
-    session = nullptr;
-    session_metrics.clear();
-  };
-  auto finish = [&]() { *collect_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  if (session && session_metrics != metrics) drop();
-  if (!session) {
-    std::vector<const char*> names;
-    for (const auto& m : metrics) names.push_back(m.c_str());
-    session = api->create(names.data(), static_cast<int>(names.size()), 256, err, sizeof err);
-    if (!session) {
-      finish();
-      return range_profiler_error("creating a Range Profiler session", err);
-    }
-    session_metrics = metrics;
-  }
-  std::string fallback_reason;
-  bool collected = false;
-  if (replay != "kernel" && api->collect) {
-    PassFunctions fns{&prepare, &work, {}};
-    int rc = api->collect(session, run_prepare, run_work, &fns, err, sizeof err);
-    if (!fns.failed.empty()) {
-      drop();
-      finish();
-      return make_error(ErrorCode::kTool, fns.failed);
-    }
-    if (rc == kReplayMismatch && replay == "auto") {
-      fallback_reason = err;  // the candidate's passes differ: CUPTI replays each kernel instead
-    } else if (rc != 0 && rc != kDropped) {
-      drop();
-      finish();
-      return range_profiler_error("collecting with the Range Profiler (user replay)", err);
-    } else {
-      collected = true;
+  auto result = collect_once(api, metrics, replay, prepare, work, false);
+  // More launches than the session holds: a bigger session and the whole collection again, so
+  // that the counters cover the call (up to eval::kMostRangeCapacity launches; beyond, they are a sample).
+  if (result.ok() && result->value("dropped", int64_t{0}) > 0) {
+    const int before = session_capacity;
+    // The callback's count of launches, or (without names) at least the kept and the dropped.
+    const int64_t launches =
+        std::max<int64_t>(result->value("launches", int64_t{-1}), before + result->value("dropped", int64_t{0}));
+    const int grown = eval::grown_range_capacity(before, launches);
+    if (grown > before) {
+      wanted_capacity = grown;
+      result = collect_once(api, metrics, replay, prepare, work, true);
+      if (result.ok()) (*result)["capacity_grown_from"] = before;
     }
   }
-  if (!collected) {
-    if (!fallback_reason.empty()) {
-      std::string failed = prepare();
-      if (!failed.empty()) {
-        finish();
-        return make_error(ErrorCode::kTool, failed);
-      }
-    }
-    if (api->begin(session, err, sizeof err) != 0) {
-      drop();
-      finish();
-      return range_profiler_error("starting the Range Profiler", err);
-    }
-    std::string failed = work();
-    int end_rc = api->end(session, err, sizeof err);
-    // kDropped: more launches than the session holds; the result keeps the first ones (a
-    // sample) and counts the rest in "dropped", as the user-replay path does.
-    if (!failed.empty() || (end_rc != 0 && end_rc != kDropped)) {
-      drop();
-      finish();
-      if (!failed.empty()) return make_error(ErrorCode::kTool, failed);
-      return range_profiler_error("stopping the Range Profiler", err);
-    }
-  }
-  const char* text = api->result_json(session);
-  nlohmann::json result = nlohmann::json::parse(text ? text : "", nullptr, false);
-  finish();
-  if (result.is_discarded() || !result.is_object())
-    return make_error(ErrorCode::kTool, "the Range Profiler library returned a result that is not a JSON object");
-  if (!fallback_reason.empty()) result["replay_fallback"] = fallback_reason;
+  *collect_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
 }
 

@@ -18,8 +18,11 @@ namespace kp::worker {
 
 // Collects metric values for the kernels launched by `work` with the Range Profiler (auto
 // range: one range per kernel). The library is loaded once per process and kept, and so is the
-// session of the last metric list (up to 256 kernels per call): the next request with the same
-// list skips its set-up. Not thread-safe (the worker serves one request at a time).
+// session of the last metric list: the next request with the same list skips its set-up. The
+// session holds eval::kFirstRangeCapacity launches at first (verdict/worker_plan.h); a call that
+// launches more is collected again on a session grown to hold them (grown_range_capacity), which
+// the worker keeps, and the
+// result says "capacity_grown_from". Not thread-safe (the worker serves one request at a time).
 // replay (eval::ProfileRequest::replay): "user" calls prepare then work once per counter pass
 // (kp_rp_collect); "kernel" calls work once and CUPTI replays each kernel (kp_rp_begin/
 // kp_rp_end); "auto" is user, and kernel (prepare, then work once more) when the passes

@@ -1,0 +1,32 @@
+"""The KernelBench worker's share of src/verdict/worker_plan.h, the workers' pure decisions: the
+Range Profiler session's capacity (max_kernels), the most kernel launches one collection
+profiles. CUPTI sizes the counter data image by it and every collection starts from a fresh
+copy of that image, so a session starts small and grows to what the forwards it profiles
+launch. A plain test holds these equal to the C++ ones."""
+
+import os
+
+FIRST_RANGE_CAPACITY = 16   # kFirstRangeCapacity
+MOST_RANGE_CAPACITY = 256   # kMostRangeCapacity
+
+
+def grown_range_capacity(capacity, launches):
+    """grown_range_capacity: the capacity a session of `capacity` grows to after a call of
+    `launches` launches overflowed it, doubled until it holds them, at most MOST_RANGE_CAPACITY;
+    `capacity` itself when they fit or it is already at the most."""
+    capacity = max(1, int(capacity))
+    if launches <= capacity or capacity >= MOST_RANGE_CAPACITY:
+        return capacity
+    grown = capacity
+    while grown < launches and grown < MOST_RANGE_CAPACITY:
+        grown *= 2
+    return min(grown, MOST_RANGE_CAPACITY)
+
+
+def first_range_capacity():
+    """FIRST_RANGE_CAPACITY, or KP_RP_CAPACITY=N (at most the most) as kp-worker reads it."""
+    try:
+        n = int(os.environ.get("KP_RP_CAPACITY", "0"))
+    except ValueError:
+        n = 0
+    return min(n, MOST_RANGE_CAPACITY) if n > 0 else FIRST_RANGE_CAPACITY
