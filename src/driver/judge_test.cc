@@ -177,6 +177,22 @@ TEST_F(JudgeTest, AProfileAfterTheVerdictCollectsCountersOnlyOnTheSameWorker) {
   EXPECT_EQ(profile_pid, eval_pid);  // on the worker that judged it
 }
 
+// tests/data/cupti/loop_metrics.txt is the model loop's one collection (stage 1 and every
+// tool's metrics, in request order), for kp_rangeprof_probe to time on a GPU.
+TEST(LoopMetrics, TheProbesLoopFileIsTheLoopsRequest) {
+  std::ifstream in(testing::test_data_dir() / "cupti" / "loop_metrics.txt");
+  ASSERT_TRUE(in.good());
+  std::vector<std::string> names;
+  for (std::string line; std::getline(in, line);) {
+    std::string t(trim(line));
+    if (!t.empty() && t[0] != '#') names.push_back(t);
+  }
+  ProfileSessionOptions o;
+  o.ahead_metrics = every_tool_metric({}).value();
+  const std::vector<std::string> want = stage1_request(o);
+  EXPECT_EQ(names, want) << "regenerate tests/data/cupti/loop_metrics.txt:\n" << join(want, "\n");
+}
+
 // The model loop's analysis (cli: loop_judges): stage 1 and every tool's metrics in one request,
 // one metric list for every candidate, so the worker keeps one warm Range Profiler session.
 TEST_F(JudgeTest, TheLoopsAnalysisAsksForStageOneAndEveryToolsMetricsInOneRequest) {

@@ -214,6 +214,11 @@ Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidat
   page.seconds["counters"] = since(t0);
   if (!counters.ok()) return counters.error();
   page.counters = std::move(*counters);
+  if (page.counters->capacity_grown_from > 0)
+    page.notes.push_back(fmt::format(
+        "counters: the call launched more kernels than the worker's Range Profiler session held ({}); the session "
+        "grew to {} and the call was collected again",
+        page.counters->capacity_grown_from, page.counters->capacity));
   if (page.counters->unprofiled_launches > 0)
     page.notes.push_back(fmt::format(
         "counters: the call launched {} kernels; the first {} were profiled (as many as the session holds), so the "

@@ -133,6 +133,31 @@ TEST_P(ProfileSessionGpu, InProcessCountersAgreeWithNcuAndGiveAClass) {
                   a.relative_difference * 100);
 }
 
+// A call of 40 launches overflows the worker's first Range Profiler session (16 launches,
+// verdict/worker_plan.h): the session grows to 64 and the call is collected again, so that every
+// launch has its counters and none is a sample.
+class ProfileSessionCapacityGpu : public ProfileSessionGpu {};
+
+TEST_F(ProfileSessionCapacityGpu, ACallOfFortyLaunchesGrowsTheSession) {
+  auto task = task::load_native_task(testing::examples_dir() / "gelu");
+  ASSERT_TRUE(task.ok()) << task.error().message;
+  ProfileSessionOptions o = options(false);
+  o.trace = false;
+  o.sass = false;
+  auto page = run_profile(*task, testing::test_data_dir() / "honest" / "gelu" / "forty_launches.cu", {}, o);
+  ASSERT_TRUE(page.ok()) << page.error().message;
+  ASSERT_EQ(page->eval.outcome, eval::Outcome::kOk) << page->eval.reason;
+  ASSERT_TRUE(page->counters);
+  EXPECT_EQ(page->counters->kernels.size(), 40u);
+  EXPECT_EQ(page->counters->unprofiled_launches, 0);
+  EXPECT_EQ(page->counters->capacity_grown_from, 16);
+  EXPECT_EQ(page->counters->capacity, 64);
+  for (const auto& k : page->counters->kernels) EXPECT_GT(k.get_or("gpu__time_duration.sum", 0), 0) << k.name;
+  bool noted = false;
+  for (const auto& n : page->notes) noted |= n.find("grew to 64") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 INSTANTIATE_TEST_SUITE_P(Examples, ProfileSessionGpu,
                          ::testing::Values("gelu", "softmax", "layernorm", "row_sum", "transpose", "gemm_fp32",
                                            "gemm_bf16"));

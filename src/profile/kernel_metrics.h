@@ -50,9 +50,14 @@ struct KernelProfile {
                                        // worker; for ncu, its whole run
   int passes = 0;                      // replay passes per kernel when the collector says, else 0
   // Launches of the call that were not profiled: the call launched more kernels than the CUPTI
-  // session holds (256), and `kernels` are its first ones, a sample (as `ncu --launch-count`).
-  // Rates and shares read from them hold; sums over the call do not. 0 when every launch is here.
+  // session holds (it grows to at most 256, eval::kMostRangeCapacity), and `kernels` are its
+  // first ones, a sample (as `ncu --launch-count`). Rates and shares read from them hold; sums
+  // over the call do not. 0 when every launch is here.
   int64_t unprofiled_launches = 0;
+  // CUPTI: the session's capacity (launches one collection holds), and the capacity it had
+  // before this call overflowed it and it grew (the call was collected again); 0 when it did not.
+  int capacity = 0;
+  int capacity_grown_from = 0;
   std::string replay;                  // CUPTI: "user" or "kernel" (how the passes were replayed);
                                        // empty for ncu
   std::string replay_fallback;         // CUPTI: why user replay gave way to kernel replay, if it did

@@ -819,6 +819,10 @@ void finish_json(kp_rp_session* s) {
     append_json_number(out, s->configure_s);
   }
   out += "}";
+  // The session's capacity and the counter data image it sizes: the image is copied afresh
+  // for every collection, so its size is part of each collection's cost.
+  out += ",\"max_kernels\":" + std::to_string(s->max_kernels);
+  out += ",\"counter_data_bytes\":" + std::to_string(s->counter_data.size());
   if (s->replay == "user") {
     auto list = [&](const char* key, const std::vector<double>& v, bool last) {
       out += std::string("\"") + key + "\":[";

@@ -47,6 +47,9 @@ Result<KernelProfile> parse_range_profile(std::string_view text) {
   if (auto n = j.find("passes"); n != j.end() && n->is_number_integer()) p.passes = n->get<int>();
   if (auto d = j.find("dropped"); d != j.end() && d->is_number() && d->get<double>() > 0)
     p.unprofiled_launches = d->get<int64_t>();
+  if (auto c = j.find("max_kernels"); c != j.end() && c->is_number_integer()) p.capacity = c->get<int>();
+  if (auto c = j.find("capacity_grown_from"); c != j.end() && c->is_number_integer())
+    p.capacity_grown_from = c->get<int>();
   if (auto r = j.find("replay"); r != j.end() && r->is_string()) p.replay = r->get<std::string>();
   if (auto r = j.find("replay_fallback"); r != j.end() && r->is_string()) p.replay_fallback = r->get<std::string>();
   if (auto t = j.find("timing_s"); t != j.end() && t->is_object()) {

@@ -66,6 +66,20 @@ TEST(RangeProfile, UserReplayTimesAndFallbackAreRead) {
   EXPECT_EQ(k->replay_fallback, "replay: pass 1 launched 1 kernels");
 }
 
+TEST(RangeProfile, TheSessionsCapacityAndItsGrowthAreRead) {
+  // A worker whose session of 16 launches was too small for the call's 40: grown, collected again.
+  auto p = parse_range_profile(
+      R"({"passes":2,"ranges":[{"name":"k","values":{"gpu__time_duration.sum":5}}],"dropped":0,"replay":"user",)"
+      R"("max_kernels":64,"counter_data_bytes":1048576,"capacity_grown_from":16})");
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->capacity, 64);
+  EXPECT_EQ(p->capacity_grown_from, 16);
+  EXPECT_EQ(p->unprofiled_launches, 0);
+  auto q = parse_range_profile(R"({"passes":2,"ranges":[],"dropped":0,"max_kernels":16})");
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  EXPECT_EQ(q->capacity_grown_from, 0);
+}
+
 TEST(RangeProfile, VectorFormGivesTheSameKernels) {
   auto k = parse_range_profile_json(kTwoRanges);
   ASSERT_TRUE(k.ok()) << k.error().message;

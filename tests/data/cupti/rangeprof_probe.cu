@@ -362,11 +362,52 @@ int warm_study(const Api& api, const std::vector<std::string>& metrics, const st
   return failures == 0 ? 0 : 1;
 }
 
+// --capacity-study CAPS: what a session's capacity (max_kernels) costs a warm collection. For
+// each capacity in the comma-separated list: a session of `metrics`, one user-replay
+// collection to warm it and two more timed (a warm worker's case), then
+//   KP_RP_CAP CAP create=.. collect=.. collect2=.. passes=.. counter_data_bytes=..
+// and the second timed collection's KP_RP_JSON (its pass and step timings).
+int capacity_study(const Api& api, const std::vector<std::string>& metrics, const std::string& caps, UserReplay u) {
+  int failures = 0;
+  size_t at = 0;
+  while (at < caps.size()) {
+    size_t comma = caps.find(',', at);
+    if (comma == std::string::npos) comma = caps.size();
+    int cap = std::atoi(caps.substr(at, comma - at).c_str());
+    at = comma + 1;
+    if (cap <= 0) continue;
+    std::string label = "cap_" + std::to_string(cap);
+    double create_s = 0;
+    kp_rp_session* s = create(api, metrics, cap, label.c_str(), &create_s);
+    if (s == nullptr) return 1;
+    char err[4096] = {0};
+    UserReplay w = u;
+    failures += api.collect(s, user_prepare, user_run, &w, err, sizeof err) != KP_RP_OK;
+    double t[2] = {0, 0};
+    for (double& each : t) {
+      UserReplay v = u;
+      double t0 = now_s();
+      failures += api.collect(s, user_prepare, user_run, &v, err, sizeof err) != KP_RP_OK;
+      each = now_s() - t0;
+    }
+    std::string json = api.result_json(s);
+    size_t key = json.find("\"counter_data_bytes\":");
+    long bytes = key == std::string::npos ? -1 : std::atol(json.c_str() + key + 21);
+    std::printf("KP_RP_CAP %d create=%.4f collect=%.4f collect2=%.4f passes=%d counter_data_bytes=%ld\n", cap, create_s,
+                t[0], t[1], api.num_passes(s), bytes);
+    std::printf("KP_RP_JSON %s %s\n", label.c_str(), json.c_str());
+    std::fflush(stdout);
+    api.destroy(s);
+  }
+  std::printf("KP_RP_DONE %s\n", failures == 0 ? "ok" : "errors");
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string lib, metrics_file;
-  std::string metrics2_file;
+  std::string metrics2_file, capacities;
   bool plain = false, each = false;
   int max_kernels = 16, warm_reps = 0;
   for (int i = 1; i < argc; ++i) {
@@ -378,8 +419,9 @@ int main(int argc, char** argv) {
     else if (a == "--each") each = true;
     else if (a == "--warm-study" && i + 1 < argc) warm_reps = std::atoi(argv[++i]);
     else if (a == "--metrics2" && i + 1 < argc) metrics2_file = argv[++i];
+    else if (a == "--capacity-study" && i + 1 < argc) capacities = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s --metrics FILE [--lib PATH] [--each] [--max-kernels N] [--warm-study REPS [--metrics2 FILE]] | --plain\n", argv[0]);
+      std::fprintf(stderr, "usage: %s --metrics FILE [--lib PATH] [--each] [--max-kernels N] [--warm-study REPS [--metrics2 FILE]] [--capacity-study N,N,..] | --plain\n", argv[0]);
       return 2;
     }
   }
@@ -463,7 +505,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> metrics = read_metrics(metrics_file.c_str());
   std::printf("KP_RP_METRICS %zu from %s\n", metrics.size(), metrics_file.c_str());
   if (each) metrics = each_metric(api, metrics);
-  if (warm_reps > 0) {
+  if (warm_reps > 0 || !capacities.empty()) {
     float* y_saved = nullptr;
     CHECK_CUDA(cudaMalloc(&y_saved, sizeof(float) * kN));
     CHECK_CUDA(cudaMemcpy(y_saved, b.y, sizeof(float) * kN, cudaMemcpyDeviceToDevice));
@@ -473,6 +515,7 @@ int main(int argc, char** argv) {
     u.launch = launch_one_ms;
     std::vector<std::string> metrics2;
     if (!metrics2_file.empty()) metrics2 = read_metrics(metrics2_file.c_str());
+    if (!capacities.empty()) return capacity_study(api, metrics, capacities, u);
     return warm_study(api, metrics, metrics2, b, u, warm_reps);
   }
 
