@@ -8,8 +8,10 @@
 # Usage: bench/throughput.sh BEFORE_KERNELPRO AFTER_KERNELPRO OUT_DIR RELU_PROBLEM
 #   BEFORE_KERNELPRO, AFTER_KERNELPRO: the two kernelpro binaries (each finds its kp-worker
 #   beside it); RELU_PROBLEM: KernelBench's level1/19_ReLU.py. ROWS (default "gelu transpose
-#   relu_fast relu_inline tuner model") picks rows, model_apart among them (the model row with
-#   its two profiling collections apart); TUNER_MINUTES (default 1) caps the tuner.
+#   relu_fast relu_inline tuner model") picks rows, model_apart (the model row with its two
+#   profiling collections apart) and model_wide (with the old Range Profiler capacity) among
+#   them, and a suffix repeats a model row (model_2, model_wide_2); TUNER_MINUTES (default 1)
+#   caps the tuner.
 #   CACHE (default /tmp/kp-throughput): the builds' caches, CACHE/before and CACHE/after (one
 #   XDG_CACHE_HOME each; torch's extension builds are shared, the same source gives the same
 #   module). Each eval row runs once untimed first, so the timed run finds its build cached.
@@ -65,15 +67,17 @@ for label in ${BUILDS:-before after}; do
       tuner)
         row tuner "$label" "$kp" optimize examples/transpose --run-dir "$OUT/tune-$label" --budget 9 \
           --minutes "$TUNER_MINUTES" ;;
-      model)
-        # The seed and one candidate, each evaluated and analyzed for the planner.
-        row model "$label" "$kp" optimize examples/gelu --run-dir "$OUT/model-$label" --budget 2 \
+      model*)
+        # The seed and one candidate, each evaluated and analyzed for the planner. Variants by
+        # name (any suffix repeats a row): model_apart* collects stage 1 and stage 2 apart, as
+        # before the loop's one collection (ARCHITECTURE.md, d-one-collection; the switch
+        # KP_LOOP_STAGE2_APART=1); model_wide* gives the worker's Range Profiler session 256
+        # launches from the start, as before it grew from 16 (d-session-capacity; KP_RP_CAPACITY).
+        env=()
+        [[ $r == model_apart* ]] && env+=(KP_LOOP_STAGE2_APART=1)
+        [[ $r == model_wide* ]] && env+=(KP_RP_CAPACITY=256)
+        row "$r" "$label" env "${env[@]}" "$kp" optimize examples/gelu --run-dir "$OUT/$r-$label" --budget 2 \
           --config bench/throughput/model.toml --no-tools --in-flight 1 ;;
-      model_apart)
-        # The same with stage 1 and stage 2 collected apart, as before the loop's one collection
-        # (ARCHITECTURE.md, d-one-collection): the switch KP_LOOP_STAGE2_APART=1.
-        row model_apart "$label" env KP_LOOP_STAGE2_APART=1 "$kp" optimize examples/gelu \
-          --run-dir "$OUT/model_apart-$label" --budget 2 --config bench/throughput/model.toml --no-tools --in-flight 1 ;;
     esac
   done
 done

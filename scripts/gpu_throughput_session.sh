@@ -8,7 +8,7 @@
 #                 its kernelpro, kp-worker and CUPTI libraries in build/, and the files they read
 #                 at run time (include/, python/, prompts/, rules/) from that commit
 #   kb            KernelBench's level1/19_ReLU.py and 23_Softmax.py (copied from shared/kernelbench)
-#   STEPS="throughput probe agree stall campaign examples energy kbmanual multi mcp ctest python"   what to do, in this order (default: throughput
+#   STEPS="throughput capacity probe agree stall campaign examples energy kbmanual multi mcp ctest python"   what to do, in this order (default: throughput
 #                 agree ctest python)
 #   DEADLINE_S=560                           no step starts after this; each is cut at it
 # Writes $OUT/results.tgz and $OUT/summary.txt (the device tool returns eight files).
@@ -50,6 +50,13 @@ for step in ${STEPS:-throughput agree ctest python}; do
     throughput)  # the table, before and after, on this card
       [ -x /work/before/build/kernelpro ] || export BUILDS=after
       run throughput 540 bash bench/throughput.sh /work/before/build/kernelpro build/kernelpro "$R/throughput" kb/19_ReLU.py ;;
+    capacity)  # what the Range Profiler session's capacity costs a warm collection: the loop's
+      # one list and the stage-1 list, each at the capacities CAPS (ARCHITECTURE.md, d-session-capacity)
+      run capacity-loop 90 build/kp_rangeprof_probe --metrics tests/data/cupti/loop_metrics.txt \
+        --capacity-study "${CAPS:-256,64,16,4}"
+      run capacity-stage1 90 build/kp_rangeprof_probe --metrics tests/data/cupti/stage1_metrics.txt \
+        --capacity-study "${CAPS:-256,64,16,4}"
+      grep -h "^KP_RP_CAP" "$R"/capacity-*.out > "$OUT/capacity.txt" 2>/dev/null ;;
     probe)  # where the KernelBench worker's start and set-up go (twice: the second finds files cached)
       run probe-1 60 python3 bench/throughput/worker_probe.py kb/19_ReLU.py
       run probe-2 60 python3 bench/throughput/worker_probe.py kb/19_ReLU.py ;;

@@ -24,6 +24,7 @@ from . import compare
 from . import loader
 from . import problem as pb
 from . import timing_rule
+from . import worker_plan
 from .evaluate import Stop, _describe_exception, context_lost, outputs_of, run_guarded, _sync
 
 
@@ -43,17 +44,23 @@ def _trace_marks():
 
 # One Range Profiler session per metric list, kept across requests as kp-worker does: its set-up
 # (config image, counter data, first begin) costs about 0.3 s on the H200, a later begin 0.01 s.
-_session = {"key": None, "prof": None}
+_session = {"key": None, "prof": None, "capacity": 0}
+
+# The session's capacity grows from worker_plan.first_range_capacity() (src/verdict/worker_plan.h).
+_wanted = {"capacity": 0}
 
 
 def _range_profiler(lib, metrics):
     from . import rangeprof
 
+    if not _wanted["capacity"]:
+        _wanted["capacity"] = worker_plan.first_range_capacity()
     key = (lib, tuple(metrics))
-    if _session["key"] != key:
+    if _session["key"] != key or _session["capacity"] < _wanted["capacity"]:
         _drop_range_profiler()
-        _session["prof"] = rangeprof.RangeProfiler(lib, metrics, max_kernels=256)
+        _session["prof"] = rangeprof.RangeProfiler(lib, metrics, max_kernels=_wanted["capacity"])
         _session["key"] = key
+        _session["capacity"] = _wanted["capacity"]
     return _session["prof"]
 
 
@@ -76,7 +83,7 @@ def prewarm(spec):
 
 
 def _drop_range_profiler():
-    prof, _session["prof"], _session["key"] = _session["prof"], None, None
+    prof, _session["prof"], _session["key"], _session["capacity"] = _session["prof"], None, None, 0
     if prof is not None:
         try:
             prof.close()
@@ -201,60 +208,80 @@ class Profile:
         else:
             raise Stop("runtime_error", f"unknown profile mode \"{mode}\" (cupti, nvtx, trace)")
         self.reply["collect_seconds"] = time.perf_counter() - t0
+        end("collect")
 
     def _collect_counters(self, call):
         """One forward's counters. User replay (default "auto"): the forward runs once per counter
         pass, each from a copy of the inputs as they are now and a flushed L2; kernel replay
         (CUPTI saves and restores all device memory around every pass of every kernel) when
-        asked, or when the passes launched different kernels."""
-        from . import rangeprof
-
+        asked, or when the passes launched different kernels. A forward that launches more
+        kernels than the session holds is collected again on a session grown to hold them
+        (worker_plan.grown_range_capacity); beyond the most, the counters are a sample of its
+        first launches."""
         lib = self.request.get("rangeprof_library") or ""
         metrics = list(self.request.get("metrics") or [])
         replay = self.request.get("replay", "auto")
         if replay not in ("auto", "user", "kernel"):
             raise Stop("runtime_error", f"unknown replay \"{replay}\" in the profile request (auto, user or kernel)")
+        xs = self._inputs
+        snap = [x.clone() if isinstance(x, torch.Tensor) else None for x in xs] if replay != "kernel" else []
+
+        def prepare(_pass):
+            with torch.no_grad():
+                for x, s in zip(xs, snap):
+                    if s is not None:
+                        x.copy_(s)
+            self.dev.prepare_timed_call()
+            _sync()
+
+        result = self._collect_once(lib, metrics, replay, call, prepare, restore_first=False)
+        dropped = int(result.get("dropped", 0) or 0)
+        if dropped > 0:
+            before = _session["capacity"]
+            launches = max(int(result.get("launches", -1)), before + dropped)
+            grown = worker_plan.grown_range_capacity(before, launches)
+            if grown > before:
+                _wanted["capacity"] = grown
+                result = self._collect_once(lib, metrics, replay, call, prepare, restore_first=True)
+                result["capacity_grown_from"] = before
+        self.reply["range_profile"] = result
+        self.reply["calls"] = 1
+
+    def _collect_once(self, lib, metrics, replay, call, prepare, restore_first):
+        """One collection on the kept session; the result dict (with "dropped" when the forward
+        launched more kernels than the session holds). `restore_first`: a collection ran before,
+        so the inputs are restored before a kernel-replay collection too."""
+        from . import rangeprof
+
         try:
             prof = _range_profiler(lib, metrics)
         except Exception as e:
             _drop_range_profiler()
             raise Stop("runtime_error", f"the CUPTI range profiler: {e}")
+
+        def run(_pass):
+            run_guarded(call, "the candidate's forward")
+            run_guarded(_sync, "the candidate's forward")
+
         fallback = None
         if replay != "kernel":
-            xs = self._inputs
-            snap = [x.clone() if isinstance(x, torch.Tensor) else None for x in xs]
-
-            def prepare(_pass):
-                with torch.no_grad():
-                    for x, s in zip(xs, snap):
-                        if s is not None:
-                            x.copy_(s)
-                self.dev.prepare_timed_call()
-                _sync()
-
-            def run(_pass):
-                run_guarded(call, "the candidate's forward")
-                run_guarded(_sync, "the candidate's forward")
-
             try:
-                self.reply["range_profile"] = prof.collect(prepare, run)
-                self.reply["calls"] = 1
-                return
+                return prof.collect(prepare, run)
             except Stop:
                 _drop_range_profiler()
                 raise
             except rangeprof.RangeProfilerError as e:
                 if e.kind == "dropped" and e.result:
                     # More launches than the session holds: the first ones are a sample, and
-                    # the result's "dropped" says how many are missing (the driver notes it).
-                    self.reply["range_profile"] = e.result
-                    self.reply["calls"] = 1
-                    return
+                    # the result's "dropped" says how many are missing.
+                    return e.result
                 if e.kind != "replay" or replay != "auto":
                     _drop_range_profiler()
                     raise Stop("runtime_error", f"the CUPTI range profiler: {e}")
                 fallback = str(e)
                 prepare(0)
+        elif restore_first:
+            prepare(0)
         else:
             self.dev.prepare_timed_call()
         try:
@@ -263,8 +290,7 @@ class Profile:
             _drop_range_profiler()
             raise Stop("runtime_error", f"the CUPTI range profiler: {e}")
         try:
-            run_guarded(call, "the candidate's forward")
-            run_guarded(_sync, "the candidate's forward")
+            run(0)
         finally:
             try:
                 result = prof.end()
@@ -278,6 +304,4 @@ class Profile:
                 raise Stop("runtime_error", f"the CUPTI range profiler: {e}")
         if fallback:
             result["replay_fallback"] = fallback
-        self.reply["range_profile"] = result
-        self.reply["calls"] = 1
-        end("collect")
+        return result
