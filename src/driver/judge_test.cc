@@ -245,6 +245,27 @@ TEST_F(JudgeTest, WhenTheChipRefusesTheLongListStageOneIsCollectedAloneAndSaysSo
   EXPECT_EQ(profiles[1], std::to_string(profile::stage1_metrics().size()));
 }
 
+// The worker's reply says its Range Profiler session grew for this call (worker_plan.h,
+// grown_range_capacity): the page's counters carry the capacities and the page says so.
+TEST_F(JudgeTest, ASessionThatGrewForTheCallIsNotedOnThePage) {
+  setenv("FAKE_PROFILE_GREW", "1", 1);
+  Judge judge(options());
+  const task::Task t = problem("1_Add.py");
+  const fs::path c = candidate("fast_a.py");
+  AnalyzeOptions ao;
+  ao.profile = profile_options();
+  ASSERT_TRUE(judge.evaluate(t, c).ok());
+  auto page = judge.analyze(t, c, {}, ao);
+  unsetenv("FAKE_PROFILE_GREW");
+  ASSERT_TRUE(page.ok()) << page.error().message;
+  ASSERT_TRUE(page->profile.counters.has_value());
+  EXPECT_EQ(page->profile.counters->capacity, 64);
+  EXPECT_EQ(page->profile.counters->capacity_grown_from, 16);
+  bool noted = false;
+  for (const auto& n : page->profile.notes) noted = noted || n.find("the session grew to 64") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 TEST_F(JudgeTest, AChangedCandidateIsEvaluatedAgainBeforeItsProfile) {
   Judge judge(options());
   const task::Task t = problem("1_Add.py");

@@ -99,6 +99,8 @@ Result<KernelProfile> Profiler::counters(const ProfileTarget& target, const std:
     p.collector = Collector::kCupti;
     p.kernels = std::move(parsed.kernels);
     p.unprofiled_launches = parsed.unprofiled_launches;
+    p.capacity = parsed.capacity;
+    p.capacity_grown_from = parsed.capacity_grown_from;
     p.metrics = metrics;
     p.passes = pr.range_profile.value("passes", 0);
     p.replay = pr.range_profile.value("replay", std::string("kernel"));

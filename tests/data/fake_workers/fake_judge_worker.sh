@@ -9,7 +9,8 @@
 # worker started) answer gpu_unavailable, as when another process holds the GPU's memory, and
 # the worker exits after the reply, as the real one does. With $FAKE_BUSY_HELLOS=N and
 # $FAKE_BUSY_HELLO_COUNT a file, the first N workers answer their hello as a busy GPU does
-# (exclusive-process mode held by another process) and exit.
+# (exclusive-process mode held by another process) and exit. With $FAKE_PROFILE_GREW set, a
+# profile reply says the Range Profiler session grew from 16 to 64 launches for the call.
 log() { [ -n "${FAKE_REQUESTS:-}" ] && echo "$$ $1 $2" >> "$FAKE_REQUESTS"; }
 while read -r line <&3; do
   case "$line" in
@@ -33,7 +34,10 @@ while read -r line <&3; do
         echo '{"ok":false,"id":1,"error":"chip GH100 rejects x__y.sum (unknown name)"}' >&4
         continue
       fi
-      echo '{"ok":true,"id":1,"exiting":false,"profile":{"outcome":"ok","mode":"cupti","calls":1,"range_profile":{"passes":1,"ranges":[{"name":"k","values":{"gpu__time_duration.sum":2000000}}],"dropped":0,"replay":"user"}}}' >&4 ;;
+      # With $FAKE_PROFILE_GREW set, the worker's session grew from 16 to 64 launches for this call.
+      grew=''
+      [ -n "${FAKE_PROFILE_GREW:-}" ] && grew=',"max_kernels":64,"capacity_grown_from":16'
+      echo '{"ok":true,"id":1,"exiting":false,"profile":{"outcome":"ok","mode":"cupti","calls":1,"range_profile":{"passes":1,"ranges":[{"name":"k","values":{"gpu__time_duration.sum":2000000}}],"dropped":0,"replay":"user"'"$grew"'}}}' >&4 ;;
     *'"reference_only":true'*)
       log eval reference
       echo '{"ok":true,"id":1,"exiting":false,"report":{"outcome":"ok","reason":"","trials_run":0,"checks":[],"output_names":[],"reference_seconds":0.004,"reference_timing":{"method":"events","samples_s":[0.004,0.004,0.004],"wall_s":[],"stop":"precise"},"seed":7}}' >&4 ;;
