@@ -163,6 +163,8 @@ json profile_to_json(const task::Task& task, const analysis::ProfilePage& page) 
     if (!p.timing_s.empty()) out["timing_s"] = p.timing_s;
     if (!p.replay_fallback.empty()) out["replay_fallback"] = p.replay_fallback;
     if (p.unprofiled_launches > 0) out["unprofiled_launches"] = p.unprofiled_launches;
+    if (p.capacity > 0) out["capacity"] = p.capacity;
+    if (p.capacity_grown_from > 0) out["capacity_grown_from"] = p.capacity_grown_from;
     return out;
   };
   if (page.counters) j["counters"] = kernels_json(*page.counters);

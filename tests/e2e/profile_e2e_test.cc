@@ -114,5 +114,23 @@ TEST_F(ProfileE2e, OnAGpuAKernelBenchCandidateIsProfiledFromThePrewarmedSession)
               doc["seconds"].dump().c_str(), timing.dump().c_str());
 }
 
+// Kernel replay in the KernelBench worker (--replay kernel): CUPTI replays each kernel of one
+// forward; the worker's own session starts at 16 launches (worker_plan.py).
+TEST_F(ProfileE2e, OnAGpuAKernelBenchCandidateIsProfiledWithKernelReplay) {
+  if (auto why = testing::gpu_missing()) GTEST_SKIP() << *why;
+  const fs::path kb = testing::test_data_dir() / "kernelbench";
+  ProfileRun r = kernelpro({"profile", (kb / "problems" / "relu.py").string(), (kb / "honest" / "relu_fast.py").string(),
+                            "--no-trace", "--no-sass", "--replay", "kernel", "--json"});
+  if (r.exit_code == 3) GTEST_SKIP() << "the KernelBench worker cannot run here (torch): " << r.out << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << r.out;
+  ASSERT_EQ(doc["counters"]["collector"], "cupti") << doc["notes"].dump();
+  EXPECT_EQ(doc["counters"]["replay"], "kernel");
+  EXPECT_EQ(doc["counters"]["capacity"], 16);
+  ASSERT_FALSE(doc["counters"]["kernels"].empty());
+  EXPECT_GT(doc["counters"]["kernels"][0]["metrics"].value("gpu__time_duration.sum", 0.0), 0);
+}
+
 }  // namespace
 }  // namespace kp
