@@ -191,8 +191,11 @@ Result<BuildResult> Builder::build(const BuildRequest& request) {
     tune[name] = value;
   }
 
-  std::vector<std::string> cmd = {options_.nvcc, "-std=c++17", "-O3", "-lineinfo", "-shared", "-Xcompiler", "-fPIC",
-                                  "-Xptxas", "-v"};
+  // -nodlink: no device-link step. A candidate is whole-program CUDA (no -rdc), so nvlink had
+  // nothing to link and added an empty cubin to every .so, which cost its SASS listing one more
+  // nvdisasm run (ARCHITECTURE.md, d-no-dlink).
+  std::vector<std::string> cmd = {options_.nvcc, "-std=c++17", "-O3", "-lineinfo", "-shared", "-nodlink", "-Xcompiler",
+                                  "-fPIC", "-Xptxas", "-v"};
   std::string arch = options_.arch;
   std::string compute = "compute_" + arch.substr(3);
   cmd.push_back(fmt::format("-gencode=arch={},code={}", compute, arch));

@@ -265,10 +265,17 @@ TEST_F(AntiCheatRules, UnderGraphReplayTheBytesInL2AreHeldOnlyToTheSmsDataPathAn
 TEST_F(AntiCheatRules, AnOutputProbeUnderGraphReplayIsCaughtAndGainsNothing) {
   // Issue 28 (3): the probe skips its work when its output already holds the right values. Every
   // timed replay starts from poisoned outputs, and replays on right outputs give it away.
+  // The probe's spin is counted in cycles: at a low clock (an H100 that had idled, 2026-12-07) its
+  // calls passed the 20 us graph threshold and were timed with events, each from poisoned outputs,
+  // where the probe gains nothing and no replay on right outputs runs. This evaluator replays
+  // calls up to 1 ms, so the graph path this test is about is taken at any clock.
+  EvaluatorOptions graph_options = options_in(AntiCheatGpu::scratch_->path(), "worker-graph");
+  graph_options.eval.graph_threshold_us = 1000;
+  Evaluator graph_only(graph_options);
   task::Task task = AntiCheatGpu::load(testing::tiny_gelu(AntiCheatGpu::scratch_->path() / "tiny_gelu"));
-  EvalResult r = AntiCheatGpu::run(*AntiCheatGpu::evaluator_, task,
-                                   testing::test_data_dir() / "cheats" / "native" / "output_probe.cu");
-  EXPECT_EQ(r.outcome, Outcome::kRejected) << r.reason;
+  EvalResult r =
+      AntiCheatGpu::run(graph_only, task, testing::test_data_dir() / "cheats" / "native" / "output_probe.cu");
+  EXPECT_EQ(r.outcome, Outcome::kRejected) << r.reason << (r.report && r.report->timing ? " (timed by " + r.report->timing->method + ")" : "");
   EXPECT_EQ(r.cheat, "result_cache") << r.reason;
   EXPECT_NE(r.reason.find("output probe"), std::string::npos) << r.reason;
   ASSERT_TRUE(r.report);
