@@ -275,7 +275,8 @@ TEST_F(AntiCheatRules, AnOutputProbeUnderGraphReplayIsCaughtAndGainsNothing) {
   task::Task task = AntiCheatGpu::load(testing::tiny_gelu(AntiCheatGpu::scratch_->path() / "tiny_gelu"));
   EvalResult r =
       AntiCheatGpu::run(graph_only, task, testing::test_data_dir() / "cheats" / "native" / "output_probe.cu");
-  EXPECT_EQ(r.outcome, Outcome::kRejected) << r.reason << (r.report && r.report->timing ? " (timed by " + r.report->timing->method + ")" : "");
+  const std::string method = r.report && r.report->timing ? r.report->timing->method : "";
+  EXPECT_EQ(r.outcome, Outcome::kRejected) << r.reason << (method.empty() ? "" : " (timed by " + method + ")");
   EXPECT_EQ(r.cheat, "result_cache") << r.reason;
   EXPECT_NE(r.reason.find("output probe"), std::string::npos) << r.reason;
   ASSERT_TRUE(r.report);

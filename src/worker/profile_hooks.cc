@@ -90,14 +90,16 @@ int first_capacity() {
 }
 int wanted_capacity = 0;  // 0: first_capacity(); grows, never shrinks, for the worker's life
 
-}  // namespace
-
-void release_range_profiler() {
+void drop_session() {
   if (session && session_api) session_api->destroy(session);
   session = nullptr;
   session_metrics.clear();
   session_capacity = 0;
 }
+
+}  // namespace
+
+void release_range_profiler() { drop_session(); }
 
 namespace {
 
@@ -122,13 +124,6 @@ int run_work(void* user, int) {
 
 constexpr int kDropped = 6;         // KP_RP_ERR_DROPPED
 constexpr int kReplayMismatch = 8;  // KP_RP_ERR_REPLAY
-
-void drop_session() {
-  if (session && session_api) session_api->destroy(session);
-  session = nullptr;
-  session_metrics.clear();
-  session_capacity = 0;
-}
 
 // One collection on the kept session (made for `metrics` at the wanted capacity if need be).
 // `restore_first`: the inputs are not as `work` expects them (a collection ran before), so
