@@ -235,15 +235,13 @@ class Profile:
             _sync()
 
         result = self._collect_once(lib, metrics, replay, call, prepare, restore_first=False)
-        dropped = int(result.get("dropped", 0) or 0)
-        if dropped > 0:
-            before = _session["capacity"]
-            launches = max(int(result.get("launches", -1)), before + dropped)
-            grown = worker_plan.grown_range_capacity(before, launches)
-            if grown > before:
-                _wanted["capacity"] = grown
-                result = self._collect_once(lib, metrics, replay, call, prepare, restore_first=True)
-                result["capacity_grown_from"] = before
+        before = _session["capacity"]
+        grown = worker_plan.grown_range_capacity(before, int(result.get("launches", -1)),
+                                                 int(result.get("dropped", 0) or 0))
+        if grown > before:
+            _wanted["capacity"] = grown
+            result = self._collect_once(lib, metrics, replay, call, prepare, restore_first=True)
+            result["capacity_grown_from"] = before
         self.reply["range_profile"] = result
         self.reply["calls"] = 1
 

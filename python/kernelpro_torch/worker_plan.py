@@ -10,11 +10,15 @@ FIRST_RANGE_CAPACITY = 16   # kFirstRangeCapacity
 MOST_RANGE_CAPACITY = 256   # kMostRangeCapacity
 
 
-def grown_range_capacity(capacity, launches):
-    """grown_range_capacity: the capacity a session of `capacity` grows to after a call of
-    `launches` launches overflowed it, doubled until it holds them, at most MOST_RANGE_CAPACITY;
-    `capacity` itself when they fit or it is already at the most."""
+def grown_range_capacity(capacity, launches, dropped):
+    """grown_range_capacity: the capacity a session of `capacity` grows to after a collection
+    dropped `dropped` launches, doubled until it holds the call's launches (`launches` from the
+    launch callback, -1 without names; at least capacity + dropped), at most MOST_RANGE_CAPACITY;
+    `capacity` itself when nothing was dropped or it is already at the most."""
     capacity = max(1, int(capacity))
+    if dropped <= 0:
+        return capacity
+    launches = max(launches, capacity + dropped)
     if launches <= capacity or capacity >= MOST_RANGE_CAPACITY:
         return capacity
     grown = capacity

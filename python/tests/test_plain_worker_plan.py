@@ -22,13 +22,14 @@ class WorkerPlanTest(unittest.TestCase):
     def test_the_session_grows_to_hold_the_forwards_launches(self):
         # The cases of WorkerPlan.TheRangeProfilerSessionGrowsToHoldTheCallsLaunches.
         g = worker_plan.grown_range_capacity
-        self.assertEqual(g(16, 3), 16)
-        self.assertEqual(g(16, 16), 16)
-        self.assertEqual(g(16, 17), 32)
-        self.assertEqual(g(16, 100), 128)
-        self.assertEqual(g(16, 5000), worker_plan.MOST_RANGE_CAPACITY)
-        self.assertEqual(g(worker_plan.MOST_RANGE_CAPACITY, 5000), worker_plan.MOST_RANGE_CAPACITY)
-        self.assertEqual(g(0, 2), 2)
+        self.assertEqual(g(16, 3, 0), 16)
+        self.assertEqual(g(16, 16, 0), 16)
+        self.assertEqual(g(16, 17, 1), 32)
+        self.assertEqual(g(16, 100, 84), 128)
+        self.assertEqual(g(16, -1, 24), 64)
+        self.assertEqual(g(16, 5000, 4984), worker_plan.MOST_RANGE_CAPACITY)
+        self.assertEqual(g(worker_plan.MOST_RANGE_CAPACITY, 5000, 4744), worker_plan.MOST_RANGE_CAPACITY)
+        self.assertEqual(g(0, 2, 1), 2)
 
     def test_the_environment_sets_the_first_capacity(self):
         old = os.environ.pop("KP_RP_CAPACITY", None)

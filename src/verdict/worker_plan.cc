@@ -34,8 +34,10 @@ uint64_t l2_flush_bytes(int64_t l2_bytes) {
   return std::max<uint64_t>(static_cast<uint64_t>(std::max<int64_t>(l2_bytes, 0)) * 4, uint64_t{256} << 20);
 }
 
-int grown_range_capacity(int capacity, int64_t launches) {
+int grown_range_capacity(int capacity, int64_t launches, int64_t dropped) {
   if (capacity <= 0) capacity = 1;
+  if (dropped <= 0) return capacity;
+  launches = std::max<int64_t>(launches, capacity + dropped);
   if (launches <= capacity || capacity >= kMostRangeCapacity) return capacity;
   int64_t grown = capacity;
   while (grown < launches && grown < kMostRangeCapacity) grown *= 2;

@@ -66,9 +66,11 @@ uint64_t l2_flush_bytes(int64_t l2_bytes);
 inline constexpr int kFirstRangeCapacity = 16;
 inline constexpr int kMostRangeCapacity = 256;
 
-// The capacity a session of `capacity` grows to after a call of `launches` launches overflowed
-// it: doubled until it holds them, at most kMostRangeCapacity. `capacity` itself when the
-// launches fit or it is already at the most.
-int grown_range_capacity(int capacity, int64_t launches);
+// The capacity a session of `capacity` grows to after a collection of it kept some launches and
+// dropped `dropped`: doubled until it holds the call's launches, at most kMostRangeCapacity.
+// `launches` is the launch callback's count (-1 when the library saw no names); the call
+// launched at least `capacity + dropped`. `capacity` itself when nothing was dropped or it is
+// already at the most.
+int grown_range_capacity(int capacity, int64_t launches, int64_t dropped);
 
 }  // namespace kp::eval

@@ -62,13 +62,14 @@ TEST(WorkerPlan, TheFlushIsFourL2sAtLeast256MiB) {
 }
 
 TEST(WorkerPlan, TheRangeProfilerSessionGrowsToHoldTheCallsLaunches) {
-  EXPECT_EQ(grown_range_capacity(16, 3), 16);     // fits: no new session
-  EXPECT_EQ(grown_range_capacity(16, 16), 16);
-  EXPECT_EQ(grown_range_capacity(16, 17), 32);    // doubled until it holds them
-  EXPECT_EQ(grown_range_capacity(16, 100), 128);
-  EXPECT_EQ(grown_range_capacity(16, 5000), kMostRangeCapacity);  // at most: a sample beyond
-  EXPECT_EQ(grown_range_capacity(kMostRangeCapacity, 5000), kMostRangeCapacity);
-  EXPECT_EQ(grown_range_capacity(0, 2), 2);       // a zero capacity is one
+  EXPECT_EQ(grown_range_capacity(16, 3, 0), 16);     // fits: no new session
+  EXPECT_EQ(grown_range_capacity(16, 16, 0), 16);
+  EXPECT_EQ(grown_range_capacity(16, 17, 1), 32);    // doubled until it holds them
+  EXPECT_EQ(grown_range_capacity(16, 100, 84), 128);
+  EXPECT_EQ(grown_range_capacity(16, -1, 24), 64);   // no names: at least the kept and the dropped
+  EXPECT_EQ(grown_range_capacity(16, 5000, 4984), kMostRangeCapacity);  // at most: a sample beyond
+  EXPECT_EQ(grown_range_capacity(kMostRangeCapacity, 5000, 4744), kMostRangeCapacity);
+  EXPECT_EQ(grown_range_capacity(0, 2, 1), 2);       // a zero capacity is one
   EXPECT_LE(kFirstRangeCapacity, kMostRangeCapacity);
 }
 

@@ -204,12 +204,10 @@ Result<nlohmann::json> collect_range_profile(const std::string& library_path, co
   auto result = collect_once(api, metrics, replay, prepare, work, false);
   // More launches than the session holds: a bigger session and the whole collection again, so
   // that the counters cover the call (up to eval::kMostRangeCapacity launches; beyond, they are a sample).
-  if (result.ok() && result->value("dropped", int64_t{0}) > 0) {
+  if (result.ok()) {
     const int before = session_capacity;
-    // The callback's count of launches, or (without names) at least the kept and the dropped.
-    const int64_t launches =
-        std::max<int64_t>(result->value("launches", int64_t{-1}), before + result->value("dropped", int64_t{0}));
-    const int grown = eval::grown_range_capacity(before, launches);
+    const int grown = eval::grown_range_capacity(before, result->value("launches", int64_t{-1}),
+                                                 result->value("dropped", int64_t{0}));
     if (grown > before) {
       wanted_capacity = grown;
       result = collect_once(api, metrics, replay, prepare, work, true);
