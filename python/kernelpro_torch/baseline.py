@@ -1,7 +1,8 @@
 """Reference timings of a KernelBench problem: PyTorch eager and torch.compile (inductor, default).
 
-The same timing method as candidates (evaluate.time_calls: single calls on the current stream,
-L2 flushed and persisting L2 reset before each, device sync after), KernelBench's warm-up of 5
+The same timing method as candidates (the judge core, evaluate.time_reference: single calls on
+the current stream on inputs drawn fresh for each, L2 flushed and persisting L2 reset before
+each, device sync after), KernelBench's warm-up of 5
 and 100 trials, under no_grad, models built as KernelBench builds them (seed 42, CPU, then
 moved). torch.compile compiles lazily during the warm-up, after torch._dynamo.reset(); the
 warm-up's wall time is reported as warmup_s (for compile, mostly compilation).
@@ -12,7 +13,7 @@ import statistics
 
 import torch
 
-from . import evaluate as ev, problem as pb, timing_rule
+from . import evaluate as ev, problem as pb, eval_options
 
 
 def _stats(samples_s, warmup_s):
@@ -42,7 +43,6 @@ def time_problem(dev, path, modes, warmup=5, trials=100, precision="fp32"):
             results[mode] = {"ok": False, "error": "not run: the CUDA context was lost by an earlier mode"}
             continue
         model = None
-        sets = None
         try:
             prob = pb.Problem(path)
             init = prob.init_inputs()
@@ -52,7 +52,7 @@ def time_problem(dev, path, modes, warmup=5, trials=100, precision="fp32"):
                 model = torch.compile(model, backend="inductor", mode="default")
             elif mode != "eager":
                 raise ValueError(f"unknown mode {mode} (eager, compile)")
-            sets = [prob.inputs(42, torch.device("cuda", 0), dtype)]
+            xs = prob.inputs(42, torch.device("cuda", 0), dtype)
 
             def call(xs):
                 with torch.no_grad():
@@ -60,15 +60,17 @@ def time_problem(dev, path, modes, warmup=5, trials=100, precision="fp32"):
 
             t0 = ev._perf()
             for _ in range(max(warmup, 1)):
-                out = call(sets[0])
+                out = call(xs)
                 ev._sync()
                 del out
             warmup_s = ev._perf() - t0
-            # Exactly `trials` samples: the sampling rule's fixed count (no budget, min == max).
-            opts = timing_rule.options_with_defaults({"warmup_calls": 1, "timing_budget_s": 0.0, "timing_cap_s": 0.0,
+            del xs
+            # Exactly `trials` samples: the sampling rule's fixed count (no budget, min == max),
+            # timed by the judge core as candidates and references are.
+            opts = eval_options.options_with_defaults({"warmup_calls": 1, "timing_budget_s": 0.0, "timing_cap_s": 0.0,
                                                       "min_trials": trials,
                                                       "max_trials": trials})
-            timing = ev.time_calls(dev, call, sets, opts, who=f"the {mode} reference")
+            timing = ev.time_reference(dev, prob, model, opts, torch.device("cuda", 0), dtype, who=f"the {mode} reference")
             results[mode] = _stats(timing["samples_s"], warmup_s)
         except ev.Stop as s:
             results[mode] = {"ok": False, "error": s.reason}
@@ -77,7 +79,7 @@ def time_problem(dev, path, modes, warmup=5, trials=100, precision="fp32"):
             lost = ev.context_lost()
             results[mode] = {"ok": False, "error": f"{type(e).__name__}: {str(e)[:2000]}"}
         finally:
-            del model, sets
+            del model
             _release()
     return results, lost
 

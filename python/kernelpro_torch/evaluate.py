@@ -11,9 +11,7 @@ through gc or a reused allocation), and an input the candidate mutates is caught
 with the copy.
 """
 
-import bisect
 import json
-import math
 import os
 import random
 import shutil
@@ -24,11 +22,10 @@ import tempfile
 import threading
 import time
 import traceback
-import weakref
 
 import torch
 
-from . import compare, loader, output_hash, problem as pb, processes, seal, timing_rule
+from . import compare, judge, loader, modes, problem as pb, processes, seal, eval_options
 
 # The harness's own references to its timing functions, taken before any candidate code runs:
 # a candidate that patches torch.cuda.Event.elapsed_time or time.perf_counter changes nothing
@@ -252,24 +249,6 @@ class Device:
         self.driver.reset_persisting_l2()
         self.driver.clear_access_policy_window(torch.cuda.current_stream().cuda_stream)
 
-    def persisting_l2_stop(self):
-        """A Stop when persisting L2 is set aside or the current stream has an access-policy window
-        (what survives the L2 flush between timed calls, as kp-worker's check_persisting_l2 sees
-        it), else None. Either is cleared before the Stop is returned."""
-        what = []
-        limit = self.driver.persisting_l2_limit()
-        if limit:
-            what.append(f"a persisting-L2 limit of {limit} bytes (cudaLimitPersistingL2CacheSize)")
-        window = self.driver.access_policy_window_bytes(torch.cuda.current_stream().cuda_stream)
-        if window:
-            what.append(f"an access-policy window of {window} bytes on the current stream")
-        if not what:
-            return None
-        self.reset_persisting_l2()
-        return Stop("rejected", f"the candidate set aside persisting L2 ({' and '.join(what)}), which survives the L2 "
-                                "flush between timed calls; timed calls must start from a cold cache",
-                    cheat="persisting_l2")
-
 
 def _cuda_version_int():
     v = torch.version.cuda or "0.0"
@@ -277,81 +256,66 @@ def _cuda_version_int():
     return int(major) * 1000 + int(minor) * 10
 
 
-def time_calls(dev, call, sets, options, check=None, who="the candidate", threads_fixed=None):
-    """Event timing of single calls on the current stream, KernelBench style, hardened.
-
-    Before each call: L2 flush, persisting-L2 reset, device sync. After: device sync, then
-    (outside the timed region) `check(call_index, set_index, outputs)` and the persisting-L2
-    limit. After options' warm-up calls, timed calls go on until timing_rule.sampling_decision
-    stops them; its wall budget counts each call whole (flush, call, syncs and check). `options`
-    holds every field timing_rule reads (timing_rule.options_with_defaults). The returned dict
-    is a TimingReport (src/eval/protocol.h): samples and wall times in call order, the stop
-    reason, the median's relative 95% half-width at the stop and the loop's wall time.
-    """
-    timing = {"method": "events", "samples_s": [], "wall_s": [], "warmup_calls": 0, "input_sets": len(sets),
-              "l2_flush_bytes": int(dev.flush.numel()), "stop": "", "median_ci_rel": 0.0, "loop_wall_s": 0.0}
-    warm = max(int(options["warmup_calls"]), 1)
-    for i in range(warm):
-        dev.prepare_timed_call()
-        run_guarded(lambda: call(sets[i % len(sets)]), who)
-        run_guarded(_sync, who)
-    timing["warmup_calls"] = warm
-    ordered = []  # the samples, sorted as they come: the rule's interval needs order statistics
-    # time_one puts both events on the stream that was current before the call, named
-    # explicitly: a call that leaves another stream current would otherwise have the end event
-    # recorded on a stream of its choosing (an idle one ends the timing before the work does).
-    loop_start = _perf()
-    i = 0
-    while True:
-        k = i % len(sets)
-        out, sample, wall = time_one(dev, lambda: call(sets[k]), who, f"timed call {i + 1}")
-        timing["samples_s"].append(sample)
-        timing["wall_s"].append(wall)
-        bisect.insort(ordered, sample)
-        if check is not None:
-            check(i, k, out)
-            held = dev.persisting_l2_stop()
-            if held is not None:
-                raise held
-            if threads_fixed is not None and thread_count() > threads_fixed:
-                raise Stop("rejected", f"the process has {thread_count()} threads after timed call {i + 1}, "
-                                       f"{threads_fixed} before timing: the candidate started a background thread, "
-                                       "whose work the events on the current stream do not see",
-                           cheat="background_thread")
-        del out
-        i += 1
-        loop_wall = _perf() - loop_start
-        stop = timing_rule.sampling_decision(ordered, loop_wall, options)
-        if stop != "continue":
-            break
-    timing.update(stop=stop, median_ci_rel=timing_rule.relative_half_width(ordered), loop_wall_s=loop_wall)
-    return timing
-
-
 def _check_stream(stream, who, when):
     """Stops when the call left another stream current than `stream` (which it puts back)."""
     if _current_stream() != stream:
         torch.cuda.set_stream(stream)
-        raise Stop("rejected", f"{who} left another CUDA stream current after {when} (the timer's end event would "
-                               "have gone on it): switch streams inside forward only with `with torch.cuda.stream(...)`, "
-                               "which puts the current one back", cheat="side_stream")
+        raise Stop("rejected", f"{who} left another CUDA stream current after {when}: switch streams inside forward "
+                               "only with `with torch.cuda.stream(...)`, which puts the current one back",
+                   cheat="side_stream")
 
 
-def time_one(dev, fn, who, when):
-    """One timed call, as time_calls times each: flushed L2, events on the stream current before
-    the call, the stream checked after it. Returns (outputs, event seconds, wall seconds from the
-    start event to the device's synchronization)."""
-    stream = _current_stream()
-    dev.prepare_timed_call()
-    s, e = _Event(enable_timing=True), _Event(enable_timing=True)
-    t0 = _perf()
-    _record(s, stream)
-    out = run_guarded(fn, who)
-    _record(e, stream)
-    _check_stream(stream, who, when)
-    run_guarded(_sync, who)
-    wall = _perf() - t0
-    return out, _elapsed(s, e) * 1e-3, wall
+def _contiguous(outs):
+    return [o if o.is_contiguous() else o.contiguous() for o in outs]
+
+
+def core_stop(result):
+    """The Stop the judge core decided (its result dict), or None."""
+    if result is None:
+        return None
+    if result.get("tainted"):
+        return Stop("rejected", "the harness was tampered with: " + result["tainted"], cheat="harness_tamper")
+    st = result.get("stop")
+    if st:
+        return Stop(st["outcome"], st["reason"], cheat=st.get("cheat", ""))
+    return None
+
+
+def time_reference(dev, prob, model, options, device, dtype, who="the reference"):
+    """The reference alone, timed by a judge core session of its own (the method candidates
+    get: fresh inputs drawn for every call, L2 flushed, events on the current stream). Returns
+    the core's TimingReport dict; raises Stop (reference_failed) when the problem fails."""
+    core = judge.Core(dev, options, 1, False, compare.tolerance_for)
+    try:
+        sets = {}
+        last = {}
+
+        def refresh(k, seed):
+            sets.pop(k, None)
+            try:
+                sets[k] = prob.inputs(seed % (2 ** 32 - 1), device, dtype)
+            except Exception as e:
+                raise problem_failure(e, "the problem's get_inputs()", reference_failed=True)
+            return sets[k]
+
+        def call(_role, k):
+            with torch.no_grad():
+                last["out"] = run_guarded(lambda: model(*sets[k]), who)
+
+        def outputs(_role):
+            return _contiguous(outputs_of(last.pop("out"), who))
+
+        try:
+            stopped = core_stop(core.time(judge.REFERENCE, refresh, call, outputs))
+        except Stop as st:
+            st.reference_failed = True
+            raise
+        if stopped is not None:
+            stopped.reference_failed = True
+            raise stopped
+        return core.result()["reference"]
+    finally:
+        core.close()
 
 
 def cuda_activity_profiler():
@@ -542,67 +506,12 @@ def measure_energy(dev, call, sets, t_call, options, check=None, rng=None):
     return e
 
 
-def roll_inputs(xs, shift):
-    """Same tensors (same pointers), new contents: each tensor's values rotated by `shift`.
-
-    The values keep their distribution (and integer targets stay valid class ids) while every
-    position changes, so a cache keyed on pointers or on sampled elements is stale."""
-    for t in tensors(xs):
-        if t.numel() > 1:
-            flat = t.view(-1)
-            flat.copy_(torch.roll(flat, shifts=shift % flat.numel() or 1))
-
-
-# Timed outputs whose verified copies take at most this many bytes in all are kept and compared
-# with torch.equal (one fused pass); larger ones are recognized by their fingerprint
-# (output_hash), so no copy of a multi-gigabyte output is kept. Module-level so that a test can
-# send every output through the fingerprint.
-KEEP_VERIFIED_BYTES = 1 << 30
-
-
-class VerifiedOutputs:
-    """Outputs of timed calls already found correct, by (input set, output index): a later
-    output equal to one of them is correct too, and needs no tolerance comparison.
-
-    Kept as copies while they take at most KEEP_VERIFIED_BYTES (compared with torch.equal),
-    else as fingerprints under a key drawn for this evaluation (output_hash.MultilinearHash).
-    matches() is exact for copies; for fingerprints, two different outputs match with
-    probability at most 2^-33. A mismatch only means the full comparison runs (a
-    nondeterministic but correct candidate still passes)."""
-
-    def __init__(self, ref_outs, device):
-        self.keep_copies = sum(nbytes(outs) for outs in ref_outs) <= KEEP_VERIFIED_BYTES
-        self.hash = None if self.keep_copies else output_hash.MultilinearHash(device)
-        self.seen = {}  # (set, output) -> (shape, dtype, copy or fingerprint)
-
-    def matches(self, key, o):
-        v = self.seen.get(key)
-        if v is None or tuple(o.shape) != v[0] or o.dtype != v[1]:
-            return False
-        if self.keep_copies:
-            return bool(torch.equal(o, v[2]))
-        return self.hash.same(self.hash.fingerprint(o), v[2])
-
-    def forget(self, set_index):
-        """Drops what was verified for an input set whose contents have changed since."""
-        for key in [key for key in self.seen if key[0] == set_index]:
-            del self.seen[key]
-
-    def add(self, key, o):
-        """Records o, just found correct, unless an output for key is already recorded."""
-        if key in self.seen:
-            return
-        kept = o.detach().clone() if self.keep_copies else self.hash.fingerprint(o)
-        if kept is not None:
-            self.seen[key] = (tuple(o.shape), o.dtype, kept)
-
-
 class Evaluation:
     def __init__(self, dev, req):
         self.dev = dev
         self.req = req
         # Every EvalOptions field, from the request or else from eval_defaults.json.
-        self.options = timing_rule.options_with_defaults(req.get("options"))
+        self.options = eval_options.options_with_defaults(req.get("options"))
         task = req.get("task", {}) or {}
         self.problem_path = req.get("reference") or task.get("problem")
         self.candidate_path = req.get("candidate")
@@ -624,7 +533,7 @@ class Evaluation:
         if self.options["reference_only"]:
             order = ["setup", "reference_timing"]
         else:
-            order = ["setup", "load", "correctness", "timing", "cache_checks"]
+            order = ["setup", "load", "correctness", "timing"]
             order += ["reference_timing"] if self.options["time_reference"] else []
             order += ["energy"]
         mark_phase(order[0])
@@ -635,11 +544,14 @@ class Evaluation:
             phase[0] = now
             if name in order and order.index(name) + 1 < len(order):
                 mark_phase(order[order.index(name) + 1])
-            # After each phase once the candidate is loaded: the harness is still its own.
+            # After each phase once the candidate is loaded: the harness is still its own, and
+            # so are the process's numeric modes.
             sealed = getattr(self, "_seal", None)
             found = sealed.check() if sealed is not None else None
             if found:
                 raise Stop("rejected", found[1], cheat=found[0])
+            if sealed is not None:
+                self._check_modes(f"the {name} phase")
 
         try:
             if self.options["reference_only"]:
@@ -657,7 +569,7 @@ class Evaluation:
             # after gpu_unavailable: the retry starts clean, holding nothing of this one.
             if s.outcome in ("crash", "gpu_unavailable") or s.cheat in (
                     "timer_patch", "torch_patch", "constant_rebinding", "harness_tamper", "background_thread",
-                    "background_process", "side_stream", "persisting_l2"):
+                    "background_process", "side_stream", "persisting_l2", "process_mode"):
                 self.exiting = True
         except Exception as e:  # a harness bug must still be an answer, not a dead worker
             self.report["outcome"] = "crash"
@@ -678,6 +590,17 @@ class Evaluation:
                 if guard.check():
                     self.exiting = True
                 guard.restore()
+            # The core's verdict on what it measured and checked, written over the report: its
+            # timings, its stop, and a rejection when its API was used out of order.
+            core = getattr(self, "_core", None)
+            if core is not None:
+                final = core.finish(self.report)
+                self.report.clear()
+                self.report.update(final)
+                core.close()
+                self._core = None
+                if self.report.get("cheat") in ("harness_tamper", "side_stream", "persisting_l2"):
+                    self.exiting = True
             self.driver_reset()
             self._cleanup()
         return self.report, self.exiting
@@ -690,7 +613,8 @@ class Evaluation:
 
     def _cleanup(self):
         for k in list(vars(self)):
-            if k.startswith("_m") or k in ("sets", "ref_outs", "_guard", "_problem", "_seal"):
+            if k.startswith("_m") or k in ("sets", "ref_outs", "_guard", "_problem", "_seal", "_problem_for_timing",
+                                           "_modes"):
                 setattr(self, k, None)
         import gc
 
@@ -743,33 +667,50 @@ class Evaluation:
             raise
         return sets, ref_outs
 
-    def _time_reference(self, call_ref, sets):
-        try:
-            timing = time_calls(self.dev, call_ref, sets, self.options, who="the reference")
-        except Stop as st:
-            st.reference_failed = True
-            raise
+    def _time_reference(self):
+        """The reference timed by the judge core (fresh inputs every call, as the candidate's)."""
+        timing = time_reference(self.dev, self._problem_for_timing, self._m_ref, self.options,
+                                 torch.device("cuda", 0), self.dtype)
         self.report["reference_seconds"] = statistics.median(timing["samples_s"])
         self.report["reference_timing"] = timing
 
     def _run_reference_only(self, end):
-        """The reference alone, timed on the sets a full evaluation with this seed would draw;
-        no candidate is loaded (EvalOptions::reference_only)."""
+        """The reference alone, timed as in a full evaluation; no candidate is loaded
+        (EvalOptions::reference_only)."""
         device = torch.device("cuda", 0)
         prob, _ = self._load_problem(device)
-        ref = self._m_ref
-
-        def call_ref(xs):
-            with torch.no_grad():
-                return ref(*xs)
-
-        _, set_seeds = self._seeds()
-        sets, ref_outs = self._timing_sets(prob, set_seeds, device, call_ref)
-        del ref_outs  # built only as a full evaluation builds them, so the set count matches
-        self.sets = sets
+        self._problem_for_timing = prob
         end("setup")
-        self._time_reference(call_ref, sets)
+        self._time_reference()
         end("reference_timing")
+
+    def _open_core(self, prob, device, call_ref):
+        """The judge core's session for this evaluation, opened before the candidate loads: how
+        many input sets fit (each: its inputs, the candidate's and the reference's outputs, at
+        most a quarter of free memory), and whether two seeds give different inputs (when not,
+        repeated inputs are no sign of a changed harness). Also the compulsory bytes of a call."""
+        rng = random.SystemRandom()
+        try:
+            try:
+                a = prob.inputs(rng.randrange(2 ** 32 - 1), device, self.dtype)
+                b = prob.inputs(rng.randrange(2 ** 32 - 1), device, self.dtype)
+            except Exception as e:
+                raise problem_failure(e, "the problem's get_inputs()")
+            vary = any(not _bitwise_equal(x, y) for x, y in zip(tensors(a), tensors(b)))
+            want = outputs_of(run_guarded(lambda: call_ref(a), "the problem's reference"), "the reference")
+            run_guarded(_sync, "the problem's reference")
+        except Stop as st:
+            st.reference_failed = True
+            raise
+        self.report["io_bytes"] = compulsory_bytes(a, want, self._m_ref)
+        per_set = nbytes(a) + 2 * nbytes(want)
+        del a, b, want
+        free, _ = torch.cuda.mem_get_info()
+        n = max(1, int(self.options["input_sets"]))
+        while n > 1 and per_set * n > free // 4:
+            n -= 1
+        self._core = judge.Core(self.dev, self.options, n, vary, compare.tolerance_for)
+        self.report["inputs_vary"] = vary
 
     def _run(self, end):
         opts = self.options
@@ -782,6 +723,12 @@ class Evaluation:
             shapes = prob.input_shapes(trial_seeds[0], device, self.dtype)
         except Exception as e:
             raise problem_failure(e, "the problem's get_inputs()", reference_failed=True)
+        def call_ref0(xs):
+            with torch.no_grad():
+                return self._m_ref(*xs)
+
+        self._open_core(prob, device, call_ref0)
+        self._modes = modes.snapshot()
         guard = pb.Guard()
         self._guard, self._problem = guard, prob
         end("setup")
@@ -829,7 +776,6 @@ class Evaluation:
         # Correctness: candidate first, then the reference on an untouched copy.
         threads_before = None
         previous = None
-        returned = {}  # id -> weakref of every output tensor the candidate handed back
         for t, s in enumerate(trial_seeds):
             try:
                 xs = prob.inputs(s, device, self.dtype)
@@ -855,7 +801,9 @@ class Evaluation:
             if t == 0:
                 threads_before = thread_count()
             self._check_outputs_are_real(out, xs)
-            remember(returned, out)
+            # Before the reference runs in this process: in a mode the candidate set, the
+            # reference would compute as the candidate does.
+            self._check_modes(f"correctness trial {t + 1}", with_probe=False)
             for i, (a, b) in enumerate(zip(xs, pristine)):
                 if isinstance(a, torch.Tensor) and not _bitwise_equal(a, b):
                     self.report["mutated_input"] = f"input {i}"
@@ -884,6 +832,9 @@ class Evaluation:
         self._check_no_new_processes("the correctness trials")
         end("correctness")
 
+        # A fresh set for the traced call and the energy window's references (drawn now, after
+        # the candidate has run: nothing of it existed while the candidate's code could look).
+        _, set_seeds = self._seeds()
         sets, ref_outs = self._timing_sets(prob, set_seeds, device, call_ref)
         self.sets, self.ref_outs = sets, ref_outs
 
@@ -916,63 +867,16 @@ class Evaluation:
         elif traced["owned"] is not None and not traced["kernels"]:
             raise Stop("rejected", "the candidate's forward launched no kernel at all: its output was not computed "
                                    "on the GPU by this call", cheat="no_custom_kernel")
+        self._check_modes("the traced call")
 
-        # Timing, with every timed call's output checked against its set's reference. A timed
-        # output equal to one already verified for the same inputs needs no tolerance comparison,
-        # which costs about 300 ms on the 1.6e9 elements of KernelBench level1/19_ReLU (there the
-        # fingerprint costs about one read of the output).
-        verified = VerifiedOutputs(ref_outs, device)
-
-        def check(i, k, out, what="timed call"):
-            got = outputs_of(out, "the candidate")
-            if len(got) != len(ref_outs[k]):
-                raise Stop("rejected", f"{what} {i + 1} (input set {k + 1}) returned {len(got)} outputs where the "
-                                       f"reference returns {len(ref_outs[k])}, although the same inputs passed before",
-                           cheat="batched_calls")
-            for j, (o, w) in enumerate(zip(got, ref_outs[k])):
-                if verified.matches((k, j), o):
-                    continue
-                c = compare.check_output(o, w)
-                if not c["passed"]:
-                    if seen(returned, o):
-                        raise Stop("rejected", f"the output of {what} {i + 1} (input set {k + 1}) is wrong: "
-                                               f"{c['reason']}; it is the very tensor an earlier call returned, so "
-                                               "results are cached across calls", cheat="result_cache")
-                    raise Stop("rejected", f"the output of {what} {i + 1} (input set {k + 1}) is wrong although "
-                                           f"the same inputs passed before: {c['reason']}; work is deferred to, batched "
-                                           "with or cached from other calls", cheat="batched_calls")
-                verified.add((k, j), o)
-            remember(returned, got)
-            # Checked: now every bit of it is flipped, so that a candidate that kept this tensor
-            # and probes it next time (skipping its work when it already holds the right values)
-            # finds it wrong, whatever it compares (issue 28, the output probe).
-            for o in got:
-                flip_bits(o)
+        # Timing, by the judge core: every warm-up and timed call on inputs drawn fresh for it,
+        # checked against the reference run after it on the same inputs (judge/session.h).
         torch.cuda.empty_cache()
-        timing = time_calls(self.dev, call_new, sets, opts, check=check, threads_fixed=thread_count())
-        self.report["timing"] = timing
-        median = statistics.median(timing["samples_s"])
-        wall = statistics.median(timing["wall_s"])
-        if wall > float(opts["wall_ratio"]) * median + float(opts["wall_slack_us"]) * 1e-6 + 50e-6:
-            # The Python call itself costs host time that events on an idle stream do not see;
-            # 50 us more slack covers it.
-            raise Stop("rejected", f"work escaped the stream: the median call takes {wall * 1e6:.1f} us of wall time to "
-                                   f"a device-wide sync but {median * 1e6:.1f} us between events on the current stream "
-                                   "(a side stream or a background thread)", cheat="side_stream")
-        self._output_probe_check(call_new, sets, median, check)
+        median = self._time_candidate(prob, device, call_new, call_ref)
         self._check_no_new_processes("the timed calls")
         end("timing")
 
-        # Result caching: same pointers with new contents must give new, correct outputs, and
-        # must not be slower than the inputs the candidate has already seen.
-        self._cache_checks(call_new, call_ref, sets, median)
-        self._physics_floor(sets[0], ref_outs[0], median)
-        # The analysis's ideal traffic: a problem has no [cost] to give one.
-        self.report["io_bytes"] = compulsory_bytes(sets[0], ref_outs[0], ref)
-        end("cache_checks")
-
         if opts["time_reference"]:
-            self._check_no_new_processes("the cache checks")
             before, now = getattr(self, "_threads_before_load", -1), thread_count()
             if 0 <= before < now:
                 self.report["reference_note"] = (
@@ -980,16 +884,97 @@ class Evaluation:
                     f"candidate loaded ({before} -> {now}) could run beside it, so no speedup is given rather than "
                     "one measured beside them")
             else:
-                self._time_reference(call_ref, sets)
+                self._problem_for_timing = prob
+                self._time_reference()
             end("reference_timing")
         found = guard.check()
         if found:
             raise Stop("rejected", found[1], cheat=found[0])
-        verified.forget(0)  # the cache checks rewrote set 0 in place; ref_outs[0] is its new reference
-        self.report["energy"] = measure_energy(self.dev, call_new, sets, median, opts,
-                                               check=lambda i, k, out: check(i, k, out, "energy call"))
-        verified = None  # kept copies or a fingerprint key: device memory that later phases need not hold
+
+        def check(i, k, out):
+            got = outputs_of(out, "the candidate")
+            for j, (o, w) in enumerate(zip(got, ref_outs[k])):
+                c = compare.check_output(o, w)
+                if not c["passed"]:
+                    raise Stop("rejected", f"the output of energy call {i + 1} (input set {k + 1}) is wrong although the "
+                                           f"same inputs passed before: {c['reason']}; the call behaves differently "
+                                           "while its energy is measured", cheat="phase_dependent")
+
+        self.report["energy"] = energy = measure_energy(self.dev, call_new, sets, median, opts, check=check)
+        if energy.get("measured") and energy_rate_says_skipped(energy["window_s"], energy["calls"], median):
+            raise Stop("rejected", f"the energy window's {energy['calls']} back-to-back calls took "
+                                   f"{energy['window_s'] / energy['calls'] * 1e6:.1f} us each, far less than the "
+                                   f"{median * 1e6:.1f} us a timed call takes: the candidate skips work while its "
+                                   "energy is measured (kept outputs replayed)", cheat="phase_dependent")
         end("energy")
+
+    def _time_candidate(self, prob, device, call_new, call_ref):
+        """The candidate timed by the judge core; returns its median seconds. Each callback does
+        only what the core asked: draw a set, make one call, or check and describe what the last
+        call returned (outside the events: the stream it left current, the threads it left, the
+        type of its outputs, the process's modes)."""
+        sets, last = {}, {}
+        threads_fixed, py_threads = thread_count(), threading.active_count()
+
+        def refresh(k, seed):
+            sets.pop(k, None)
+            try:
+                sets[k] = prob.inputs(seed % (2 ** 32 - 1), device, self.dtype)
+            except Exception as e:
+                raise problem_failure(e, "the problem's get_inputs()", reference_failed=True)
+            return sets[k]
+
+        def call(role, k):
+            if role == judge.CANDIDATE:
+                last["stream"] = _current_stream()
+                last[role] = run_guarded(lambda: call_new(sets[k]), "the candidate")
+            else:
+                try:
+                    last[role] = outputs_of(run_guarded(lambda: call_ref(sets[k]), "the problem's reference"),
+                                            "the reference")
+                except Stop as st:
+                    st.reference_failed = True
+                    raise
+
+        def outputs(role):
+            out = last.pop(role)
+            if role != judge.CANDIDATE:
+                return _contiguous(out)
+            _check_stream(last.pop("stream"), "the candidate", "a timed call")
+            got = outputs_of(out, "the candidate")
+            self._check_outputs_are_real(got, [])
+            if threading.active_count() > py_threads or thread_count() > threads_fixed:
+                raise Stop("rejected", f"the process has {thread_count()} threads after a timed call, {threads_fixed} "
+                                       "before timing: the candidate started a background thread, whose work the "
+                                       "events on the current stream do not see", cheat="background_thread")
+            changed = modes.changes(self._modes, with_probe=False)
+            if changed:
+                raise self._mode_stop(changed, "a timed call")
+            return _contiguous(got)
+
+        stopped = core_stop(self._core.time(judge.CANDIDATE, refresh, call, outputs))
+        sets.clear()
+        last.clear()
+        if stopped is not None:
+            raise stopped
+        timing = self._core.result()["candidate"]
+        self.report["timing"] = timing
+        return statistics.median(timing["samples_s"])
+
+    def _mode_stop(self, changed, when):
+        modes.restore(self._modes)
+        return Stop("rejected", f"the candidate changed process-wide numeric modes during {when}: {'; '.join(changed)}. "
+                                "A mode set for the whole process changes the reference too (its outputs and its "
+                                "timing); set what your own kernels need inside them, not on PyTorch",
+                    cheat="process_mode")
+
+    def _check_modes(self, when, with_probe=True):
+        modes_before = getattr(self, "_modes", None)
+        if modes_before is None:
+            return
+        changed = modes.changes(modes_before, with_probe=with_probe)
+        if changed:
+            raise self._mode_stop(changed, when)
 
     def _check_no_new_processes(self, during):
         """A process the candidate started and left running (however far it moved: setsid, a double
@@ -1093,89 +1078,6 @@ class Evaluation:
                                         "in lower precision than the problem's", cheat="precision_downgrade")
         del m64
 
-    def _output_probe_check(self, call_new, sets, median, check):
-        """Five calls on set 0 whose outputs are left as they came back (right, and not flipped):
-        a candidate that keeps its outputs and skips its work when they already hold the right
-        values runs much faster on these than in the timed calls, whose previous outputs were
-        all flipped. The outputs are still checked."""
-        xs = sets[0]
-        on_right = []
-        for j in range(OUTPUT_PROBE_CALLS):
-            out, t, _ = time_one(self.dev, lambda: call_new(xs), "the candidate",
-                                 f"call {j + 1} on unflipped outputs")
-            on_right.append(t)
-            got = outputs_of(out, "the candidate")
-            if j == OUTPUT_PROBE_CALLS - 1:
-                check(j, 0, out, "call on unflipped outputs")  # flips them: nothing is left right
-            else:
-                for o, w in zip(got, self.ref_outs[0]):
-                    c = compare.check_output(o, w)
-                    if not c["passed"]:
-                        raise Stop("rejected", f"call {j + 1} on unflipped outputs (input set 1) is wrong: "
-                                               f"{c['reason']}; work is deferred to or batched with other calls",
-                                   cheat="batched_calls")
-            del out, got
-        right = statistics.median(on_right)
-        self.report["output_probe"] = {"right_outputs_median_s": right, "timed_median_s": median}
-        if faster_on_right_outputs(right, median):
-            raise Stop("rejected", f"the calls ran {right * 1e6:.1f} us each when the candidate's earlier outputs still "
-                                   f"held the right values and {median * 1e6:.1f} us when they had been flipped: it reads "
-                                   "its kept outputs to skip work (an output probe)", cheat="result_cache")
-
-    def _cache_checks(self, call_new, call_ref, sets, median):
-        """Same tensors, new contents (rolled values), five times: each output must be right for
-        the new contents, with the reference computed only after the candidate's call (so there
-        is nothing to copy), and the calls must not be slower than on inputs already seen."""
-        xs = sets[0]
-        fresh, seen = [], []
-        for j in range(5):
-            if len(sets) > 1:
-                # The control: a call on a set the timed loop has called many times, in the same
-                # conditions as the fresh call next to it (clocks, allocator, host jitter, which
-                # for calls of tens of microseconds move a median more than 1.5x).
-                out, t, _ = time_one(self.dev, lambda: call_new(sets[1]), "the candidate", "a call on seen inputs")
-                seen.append(t)
-                del out
-            roll_inputs(xs, 7919 * (j + 1))
-            out, t, _ = time_one(self.dev, lambda: call_new(xs), "the candidate", f"call {j + 1} on fresh inputs")
-            fresh.append(t)
-            got = outputs_of(out, "the candidate")
-            want = outputs_of(call_ref(xs), "the reference")
-            _sync()
-            for o, w in zip(got, want):
-                c = compare.check_output(o, w)
-                if not c["passed"]:
-                    raise Stop("rejected", "after the inputs changed in place (same tensors, new values) the output was "
-                                           f"wrong: {c['reason']}; results are cached (by pointer, tensor or input "
-                                           "fingerprint) or copied from elsewhere", cheat="result_cache")
-            self.ref_outs[0] = want
-            del out, got
-        f = statistics.median(fresh)
-        # Against the interleaved calls on seen inputs when there are some, else the timed median.
-        known = statistics.median(seen) if seen else median
-        self.report["cache_probe"] = {"fresh_median_s": f, "timed_median_s": median, "seen_median_s": known}
-        if f > 1.5 * known + 5e-6:
-            raise Stop("rejected", f"the candidate takes {f * 1e6:.1f} us on inputs it has not seen but {known * 1e6:.1f} us "
-                                   "on inputs it has seen, called alternately: results are cached by input",
-                       cheat="result_cache")
-
-    def _physics_floor(self, xs, outs, median):
-        bw = self.dev.dram_bytes_per_s
-        margin = float(self.options["physics_margin"])
-        b = nbytes(xs) + nbytes(outs)
-        if bw <= 0 or b <= 0:
-            self.report["physics_floor_basis"] = "not applied: no bandwidth measured"
-            return
-        floor = b / (bw * margin)
-        self.report["physics_floor_s"] = floor
-        self.report["physics_floor_basis"] = (f"{b:.3g} B of inputs and outputs / ({bw:.3g} B/s measured copy bandwidth "
-                                              f"x {margin:g}); every timed call starts with a flushed L2")
-        if median < floor:
-            raise Stop("rejected", f"the median call takes {median * 1e6:.1f} us, below the physics floor of "
-                                   f"{floor * 1e6:.1f} us ({self.report['physics_floor_basis']}): no kernel reads its "
-                                   "inputs and writes its outputs that fast; the timing is not of the real work",
-                       cheat="physics_floor")
-
 
 def _check_untouched(guard, prob):
     """Stops when the candidate patched PyTorch or the timer, or changed the problem's constants."""
@@ -1203,43 +1105,11 @@ def mark_phase(name):
         pass  # a phase left unnamed only makes a timeout's reason shorter
 
 
-OUTPUT_PROBE_CALLS = 5  # kRightOutputReplays in the native worker
-
-
-def faster_on_right_outputs(unflipped_s, flipped_s):
-    """eval::faster_on_right_outputs (src/verdict/worker_plan.h): more than 1.3x plus 0.5 us."""
-    return flipped_s > 1.3 * unflipped_s + 0.5e-6
-
-
-def flip_bits(t):
-    """Every bit of t flipped in place, so that each element differs from what it held: a checked
-    output a candidate kept can no longer pass for a right one."""
-    if not isinstance(t, torch.Tensor) or t.numel() == 0:
-        return
-    t = t.detach()
-    if t.dtype == torch.bool:
-        t.logical_not_()
-        return
-    if t.is_floating_point() or t.is_complex():
-        size = t.element_size()
-        as_int = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(size)
-        if t.is_complex():
-            t = torch.view_as_real(t)
-            as_int = {2: torch.int16, 4: torch.int32, 8: torch.int64}.get(t.element_size())
-        if as_int is None:
-            return
-        t = t.view(as_int)
-    t.bitwise_not_()
-
-
-def remember(returned, outs):
-    for o in outs:
-        returned[id(o)] = weakref.ref(o)
-
-
-def seen(returned, o):
-    r = returned.get(id(o))
-    return r is not None and r() is o
+def energy_rate_says_skipped(window_s, calls, timed_median_s):
+    """Whether the energy window's back-to-back calls ran so much faster than the timed median
+    that they cannot have done the same work: under a third of it, less 2 us (back-to-back calls
+    lose the flush and the launch gaps, honestly up to about 2x for an L2-resident call)."""
+    return calls > 0 and window_s / calls < timed_median_s / 3 - 2e-6
 
 
 def _fingerprint(outs):

@@ -23,7 +23,7 @@ import torch
 from . import compare
 from . import loader
 from . import problem as pb
-from . import timing_rule
+from . import eval_options
 from . import worker_plan
 from .evaluate import Stop, _describe_exception, context_lost, outputs_of, run_guarded, _sync
 
@@ -95,7 +95,7 @@ class Profile:
     def __init__(self, dev, req):
         self.dev = dev
         self.req = req
-        self.options = timing_rule.options_with_defaults(req.get("options"))
+        self.options = eval_options.options_with_defaults(req.get("options"))
         self.request = req.get("profile", {}) or {}
         task = req.get("task", {}) or {}
         self.problem_path = req.get("reference") or task.get("problem")

@@ -11,7 +11,8 @@ the standard-library functions the harness calls, and of the modules in sys.modu
 those names. `check()` names what changed; the evaluation runs it after the candidate loads,
 after each phase and before the reply. What it does not see: changes inside objects (a list or
 dict the harness holds, reached through gc), and native code that writes the interpreter's
-memory; a candidate doing either still faces the physics floor and the GPU-side checks.
+memory; a candidate doing either still faces the judge core (judge.py), whose samples, seeds and
+decisions are not Python objects at all.
 """
 
 import bisect
@@ -22,9 +23,9 @@ import sys
 import time
 import types
 
-HARNESS_MODULES = ("kernelpro_torch.evaluate", "kernelpro_torch.compare", "kernelpro_torch.output_hash",
-                   "kernelpro_torch.timing_rule", "kernelpro_torch.native", "kernelpro_torch.problem",
-                   "kernelpro_torch.loader", "kernelpro_torch.seal", "kernelpro_torch.worker")
+HARNESS_MODULES = ("kernelpro_torch.evaluate", "kernelpro_torch.compare", "kernelpro_torch.eval_options", "kernelpro_torch.native", "kernelpro_torch.problem",
+                   "kernelpro_torch.loader", "kernelpro_torch.seal", "kernelpro_torch.worker",
+                   "kernelpro_torch.judge", "kernelpro_torch.modes")
 
 # (owner, attribute names) of the standard library the harness relies on.
 STDLIB = ((bisect, ("insort", "bisect_left", "bisect_right")), (statistics, ("median", "mean", "stdev")),

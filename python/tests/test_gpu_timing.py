@@ -1,18 +1,15 @@
-"""The KernelBench worker's timing on a real GPU: the output fingerprint on the device, the
-sampling rule's report, a timed loop whose per-call check stays cheap on outputs of gigabytes,
-time_reference false and reference-only requests."""
+"""The KernelBench worker's timing on a real GPU, by the judge core: the sampling rule's report,
+a timed loop whose per-call check (fresh inputs, the reference, a comparison on the device) stays
+cheap on outputs of gigabytes, time_reference false and reference-only requests."""
 
 import os
 import statistics
 import sys
 import tempfile
-import time
 import unittest
-from unittest import mock
 
-import torch
 
-from kernelpro_torch import compare, evaluate, output_hash, timing_rule
+from kernelpro_torch import evaluate, eval_options
 
 import test_gpu_anticheat as ac
 
@@ -22,45 +19,6 @@ STOPS = ("precise", "budget", "max_trials")
 def log(line):
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
-
-
-class DeviceHashTest(unittest.TestCase):
-    def test_cuda_fingerprints_equal_the_cpu_ones_under_the_same_key(self):
-        h = output_hash.MultilinearHash("cuda", piece_words=1 << 16, seed=5)
-        c = output_hash.MultilinearHash("cpu", piece_words=1 << 16, seed=5)
-        c.key = h.key.cpu()  # the CUDA and CPU generators draw other keys from one seed
-        base = torch.randn(1000, 333, device="cuda")
-        for x in (base, base.half(), base.double(), base > 0, (base * 50).to(torch.uint8), base.t(), base[:, 1::3]):
-            with self.subTest(dtype=x.dtype, contiguous=x.is_contiguous()):
-                self.assertTrue(torch.equal(h.fingerprint(x).cpu(), c.fingerprint(x.cpu())))
-
-    def test_a_gigabyte_costs_little_memory_and_time_and_a_flipped_bit_shows(self):
-        x = torch.randn(1 << 28, device="cuda")  # 1 GiB of fp32
-        h = output_hash.MultilinearHash("cuda")
-        h.fingerprint(x)  # warm
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        before = torch.cuda.memory_allocated()
-        t0 = time.perf_counter()
-        f = h.fingerprint(x)
-        torch.cuda.synchronize()
-        t_hash = time.perf_counter() - t0
-        extra = torch.cuda.max_memory_allocated() - before
-        y = x.clone()
-        y.view(torch.int32)[123456789] ^= 1 << 7
-        self.assertFalse(h.same(f, h.fingerprint(y)))
-        self.assertTrue(h.same(f, h.fingerprint(x.clone())))
-        y.view(torch.int32)[123456789] ^= 1 << 7
-        y[5] += 1.0  # not equal, so the comparison takes its float64 pass
-        compare.check_output(y, x)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        compare.check_output(y, x)
-        t_compare = time.perf_counter() - t0
-        log(f"HASH 1 GiB fp32: fingerprint {t_hash * 1e3:.2f} ms, {extra / 2**20:.1f} MiB extra; full comparison "
-            f"{t_compare * 1e3:.1f} ms")
-        self.assertLess(extra, 256 << 20)
-        self.assertLess(t_hash * 3, t_compare)
 
 
 def big_relu_problem(tmp, dim):
@@ -76,7 +34,7 @@ def big_relu_problem(tmp, dim):
 
 class TimedLoopTest(unittest.TestCase):
     def check_timing(self, t, options):
-        options = timing_rule.options_with_defaults(options)
+        options = eval_options.options_with_defaults(options)
         self.assertIn(t["stop"], STOPS)
         self.assertGreaterEqual(len(t["samples_s"]), options["min_trials"])
         self.assertLessEqual(len(t["samples_s"]), options["max_trials"])
@@ -96,24 +54,10 @@ class TimedLoopTest(unittest.TestCase):
         self.check_timing(r["reference_timing"], ac.OPTIONS)
         self.assertEqual(r["reference_seconds"], statistics.median(r["reference_timing"]["samples_s"]))
 
-    def test_fingerprinted_outputs_keep_every_verdict(self):
-        # Every output through the fingerprint instead of a kept copy.
-        cases = [("relu.py", "honest/relu_fast.py", "honest/relu_fast.cu", "ok", ""),
-                 ("softmax_wide.py", "honest/softmax_fast.py", "honest/softmax_fast.cu", "ok", ""),
-                 ("relu.py", "cheats/batched_calls.py", "honest/relu_fast.cu", "rejected", "batched_calls"),
-                 ("softmax_wide.py", "cheats/fingerprint_cache.py", "honest/softmax_fast.cu", "rejected",
-                  "result_cache")]
-        with mock.patch.object(evaluate, "KEEP_VERIFIED_BYTES", 0):
-            for problem, cand, lib, outcome, cheat in cases:
-                with self.subTest(candidate=cand):
-                    r, _ = ac.run(problem, cand, lib, {})
-                    log(f"FINGERPRINT {cand}: {r['outcome']} [{r['cheat']}] {r['reason'][:200]}")
-                    self.assertEqual((r["outcome"], r["cheat"]), (outcome, cheat), r["reason"])
-
     def test_checking_a_two_gigabyte_output_costs_a_fraction_of_its_full_comparison(self):
-        # KernelBench level1/19_ReLU at a third of its size: 2 GiB in, 2 GiB out. Each timed call
-        # used to be compared in full (about 100 ms here, 75 times the call); now the first
-        # is, and the others are fingerprinted.
+        # KernelBench level1/19_ReLU at a third of its size: 2 GiB in, 2 GiB out. Every timed
+        # call draws fresh inputs, runs the reference after it and compares on the device, all
+        # outside its events: a few reads of the tensors, never a float64 pass on the host.
         with tempfile.TemporaryDirectory() as tmp:
             problem = big_relu_problem(tmp, 131072)
             options = dict(ac.OPTIONS, timing_budget_s=1.0, min_trials=20, max_trials=2000)

@@ -4,7 +4,7 @@ to change the timing or the verdict is seen, named and put back."""
 import json
 import unittest
 
-from kernelpro_torch import compare, evaluate, loader, seal, timing_rule  # noqa: F401 (sealed modules)
+from kernelpro_torch import compare, evaluate, loader, seal  # noqa: F401 (sealed modules)
 
 
 class SealTest(unittest.TestCase):
@@ -34,10 +34,10 @@ class SealTest(unittest.TestCase):
                            lambda: setattr(compare, "check_output", original), "kernelpro_torch.compare.check_output")
 
     def test_a_rewritten_function_body_is_caught(self):
-        original = timing_rule.sampling_decision.__code__
-        self.assert_caught(lambda: setattr(timing_rule.sampling_decision, "__code__", (lambda *a: "precise").__code__),
-                           lambda: setattr(timing_rule.sampling_decision, "__code__", original),
-                           "kernelpro_torch.timing_rule.sampling_decision")
+        original = evaluate.energy_rate_says_skipped.__code__
+        self.assert_caught(lambda: setattr(evaluate.energy_rate_says_skipped, "__code__", (lambda *a: False).__code__),
+                           lambda: setattr(evaluate.energy_rate_says_skipped, "__code__", original),
+                           "kernelpro_torch.evaluate.energy_rate_says_skipped")
 
     def test_a_replaced_method_of_a_harness_class_is_caught(self):
         original = evaluate.Device.prepare_timed_call

@@ -122,6 +122,11 @@ eval::WorkerOptions python_worker_options(const std::string& python, const fs::p
   std::string path = (resource_root() / "python").string();
   if (const char* old = std::getenv("PYTHONPATH"); old && *old) path += std::string(":") + old;
   w.env = {{"PYTHONPATH", path}};
+  // The judge core the worker times and checks with (python/kernelpro_torch/judge.py), built
+  // beside kernelpro; an explicit KP_JUDGE_LIBRARY wins.
+  if (const char* lib = std::getenv("KP_JUDGE_LIBRARY"); lib && *lib) w.env.emplace_back("KP_JUDGE_LIBRARY", lib);
+  else if (fs::exists(self_dir() / "libkp_judge.so"))
+    w.env.emplace_back("KP_JUDGE_LIBRARY", (self_dir() / "libkp_judge.so").string());
   w.scratch_dir = scratch;
   return w;
 }

@@ -89,7 +89,8 @@ int run_doctor(const CommonFlags& common) {
   line(cuobjdump.ok(), "cuobjdump", cuobjdump.ok() ? cuobjdump->string() : cuobjdump.error().message,
        "bash scripts/setup.sh installs the nvidia-cuda-cuobjdump wheel; `profile` needs it for the SASS level");
   fs::path worker_dir = (common.worker.empty() ? self_dir() / "kp-worker" : fs::path(common.worker)).parent_path();
-  for (auto [label, lib] : {std::pair{"rangeprof", "libkp_rangeprof.so"}, std::pair{"trace", "libkp_trace.so"}})
+  for (auto [label, lib] : {std::pair{"rangeprof", "libkp_rangeprof.so"}, std::pair{"trace", "libkp_trace.so"},
+                             std::pair{"judge", "libkp_judge.so"}})
     line(fs::exists(worker_dir / lib), label, (worker_dir / lib).string(),
          "build it (cmake --build build); `profile` needs it for in-process counters and the system trace");
   auto params = read_file("/proc/driver/nvidia/params");

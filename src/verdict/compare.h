@@ -42,7 +42,7 @@ struct OutputCheck {
 };
 
 // The per-element tallies of one output check before it is judged: what check_output gathers on
-// the host, and what the worker's comparison kernel (worker/device_compare.h) gathers on the GPU
+// the host, and what the worker's comparison kernel (judge/device_compare.h) gathers on the GPU
 // without copying the tensors out. conclude_check turns either into the same OutputCheck.
 struct OutputTally {
   int64_t elements = 0;

@@ -1,6 +1,6 @@
-// When to stop sampling timed calls: the one rule both workers apply (kp-worker in C++, the
-// KernelBench worker in python/kernelpro_torch/timing_rule.py, held to the same cases by
-// tests). Pure: no clock and no GPU here, so every decision is tested on the CPU.
+// When to stop sampling timed calls: the one rule both workers apply (kp-worker directly, the
+// KernelBench worker through the judge core, src/judge/session.h), held to
+// tests/data/timing_rule_cases.json. Pure: no clock and no GPU here, so every decision is tested on the CPU.
 #pragma once
 
 #include <vector>

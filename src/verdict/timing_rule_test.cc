@@ -13,7 +13,7 @@ namespace {
 using nlohmann::json;
 
 TEST(TimingRule, TheSharedCasesHoldForTheCppRule) {
-  // The same file drives python/tests/test_plain_timing_rule.py: the two workers stop alike.
+  // The rule is written once, here: the KernelBench worker samples through the judge core (src/judge/).
   auto text = read_file(std::string(KP_SOURCE_DIR) + "/tests/data/timing_rule_cases.json");
   ASSERT_TRUE(text.ok());
   const json cases = json::parse(*text).at("cases");

@@ -20,6 +20,10 @@ bool wall_says_work_escaped(double wall_median_s, double event_median_s, const E
   return wall_median_s > options.wall_ratio * event_median_s + options.wall_slack_us * 1e-6;
 }
 
+bool tail_says_work_escaped(double tail_median_s, double event_median_s) {
+  return tail_median_s > kEscapedTailSlackS + kEscapedTailShare * event_median_s;
+}
+
 bool slower_on_new_inputs(double on_new_s, double on_seen_s) { return on_new_s > 1.5 * on_seen_s + 5e-6; }
 
 bool faster_on_right_outputs(double unpoisoned_s, double poisoned_s) {

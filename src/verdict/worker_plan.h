@@ -29,6 +29,18 @@ bool use_graph_replay(double t_est_s, const EvalOptions& options);
 // stream its events time: wall > wall_ratio x event + wall_slack_us.
 bool wall_says_work_escaped(double wall_median_s, double event_median_s, const EvalOptions& options);
 
+// Whether work ran on after the timed stream's end event: `tail_median_s` is the median, over
+// the timed calls, of the host time from the end event's completion to the device being idle
+// (a device-wide synchronization). On an idle device that is two API calls, a few microseconds;
+// work left on another stream (or queued by a thread) keeps the device busy past the end event,
+// and the tail is that work's remainder, seen directly rather than inferred from the whole call's
+// wall time. Escaped when the tail exceeds kEscapedTailSlackS plus kEscapedTailShare of the
+// event median. Example: a 100 us call with 30 us of work left on a side stream has a tail of
+// about 30 us > 10 + 2 us.
+inline constexpr double kEscapedTailSlackS = 10e-6;
+inline constexpr double kEscapedTailShare = 0.02;
+bool tail_says_work_escaped(double tail_median_s, double event_median_s);
+
 // Whether calls on inputs the candidate has not seen (on_new) are so much slower than the timed
 // calls on inputs it had seen (on_seen) that its results are cached by the inputs' contents:
 // more than 1.5x plus 5 us.

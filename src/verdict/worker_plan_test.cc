@@ -73,5 +73,15 @@ TEST(WorkerPlan, TheRangeProfilerSessionGrowsToHoldTheCallsLaunches) {
   EXPECT_LE(kFirstRangeCapacity, kMostRangeCapacity);
 }
 
+TEST(WorkerPlan, WorkLeftRunningPastTheEndEventIsSeenByTheTail) {
+  // An honest call leaves the device idle when its stream's end event completes.
+  EXPECT_FALSE(tail_says_work_escaped(4e-6, 100e-6));
+  // 30 us of a 100 us call left on a side stream: within wall_ratio 1.5 + 100 us, not within this.
+  EXPECT_TRUE(tail_says_work_escaped(30e-6, 100e-6));
+  // The share grows with the call: a 10 ms call may end 150 us after its event (host jitter).
+  EXPECT_FALSE(tail_says_work_escaped(150e-6, 10e-3));
+  EXPECT_TRUE(tail_says_work_escaped(400e-6, 10e-3));
+}
+
 }  // namespace
 }  // namespace kp::eval

@@ -41,12 +41,20 @@
 #include "verdict/timing_rule.h"
 #include "verdict/worker_plan.h"
 #include "worker/candidate_library.h"
-#include "worker/device_compare.h"
-#include "worker/device_ops.h"
+#include "judge/device_compare.h"
+#include "judge/device_ops.h"
 #include "worker/native_evaluator.h"
 #include "worker/profile_hooks.h"
 
 namespace kp::worker {
+
+// The device-side helpers live in the judge layer (judge/device_ops.h, judge/device_compare.h).
+using judge::checksum;
+using judge::CompareScratch;
+using judge::device_tally;
+using judge::evict_l2;
+using judge::fill_pattern;
+using judge::fill_random;
 
 // Writes `name` into the file kernelpro named in KP_PHASE_FILE (eval::kPhaseFileEnv): the phase
 // a timeout's reason names. Nothing without the variable.
@@ -255,7 +263,7 @@ struct NativeEvaluator::Impl {
   MaybeStop run_reference(const CandidateLibrary& ref, size_t k, eval::WorkerReport* report);
 
   // Compares the outputs of `outs` (sets[k], or a graph call's own outputs on set k's inputs)
-  // with ref_outputs[k], on the GPU (worker/device_compare.h: nothing is copied to the host but
+  // with ref_outputs[k], on the GPU (judge/device_compare.h: nothing is copied to the host but
   // the tallies). Fills report->checks; an incorrect output is a kIncorrect stop naming it and
   // `when`.
   MaybeStop compare_outputs(const TensorSet& outs, size_t k, eval::WorkerReport* report, const std::string& when);

@@ -23,7 +23,7 @@
 #include "sys/subprocess.h"
 #include "verdict/protocol.h"
 #include "worker/calibrate.h"
-#include "worker/device_ops.h"
+#include "judge/device_ops.h"
 #include "worker/native_evaluator.h"
 #include "worker/nvml_energy.h"
 #include "worker/orphan_watch.h"
@@ -147,7 +147,7 @@ struct Worker {
       return;
     }
     auto work = [scratch]() -> std::string {
-      if (kp::worker::fill_pattern(scratch, 4, 1024, 0, nullptr) != cudaSuccess) return "fill_pattern launch failed";
+      if (kp::judge::fill_pattern(scratch, 4, 1024, 0, nullptr) != cudaSuccess) return "fill_pattern launch failed";
       return cudaDeviceSynchronize() == cudaSuccess ? "" : "cudaDeviceSynchronize failed";
     };
     auto r = kp::worker::prewarm_range_profiler(library, metrics, work);

@@ -12,7 +12,7 @@
 #include "task/dtype.h"
 #include "verdict/compare.h"
 
-namespace kp::worker {
+namespace kp::judge {
 
 // Device scratch for device_tally: allocated once per worker, reused by every check.
 class CompareScratch {
@@ -34,4 +34,4 @@ class CompareScratch {
 cudaError_t device_tally(const void* out, const void* ref, task::DType dtype, int64_t n, const task::Tolerance& tol,
                          CompareScratch& scratch, cudaStream_t stream, eval::OutputTally* tally);
 
-}  // namespace kp::worker
+}  // namespace kp::judge

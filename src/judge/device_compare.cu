@@ -1,4 +1,4 @@
-#include "worker/device_compare.h"
+#include "judge/device_compare.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstring>
 
-namespace kp::worker {
+namespace kp::judge {
 
 namespace {
 
@@ -210,4 +210,4 @@ cudaError_t device_tally(const void* out, const void* ref, task::DType dtype, in
   return cudaSuccess;
 }
 
-}  // namespace kp::worker
+}  // namespace kp::judge

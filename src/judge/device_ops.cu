@@ -1,9 +1,9 @@
-#include "worker/device_ops.h"
+#include "judge/device_ops.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-namespace kp::worker {
+namespace kp::judge {
 namespace {
 
 __device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
@@ -88,6 +88,21 @@ __global__ void checksum_kernel(const unsigned char* data, size_t bytes, unsigne
   if ((threadIdx.x & 31) == 0) atomicAdd(acc, local);
 }
 
+__global__ void checksum_bytes_kernel(const unsigned char* data, size_t bytes, unsigned long long* acc) {
+  unsigned long long local = 0;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < bytes;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    local += splitmix64(data[i] ^ (splitmix64(i) << 8));
+  for (int off = 16; off > 0; off /= 2) local += __shfl_down_sync(0xFFFFFFFFu, local, off);
+  if ((threadIdx.x & 31) == 0) atomicAdd(acc, local);
+}
+
+__global__ void flip_bits_kernel(unsigned char* data, size_t bytes) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < bytes;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    data[i] = static_cast<unsigned char>(~data[i]);
+}
+
 int grid_for(int64_t n) {
   int64_t blocks = (n + 255) / 256;
   return static_cast<int>(blocks < 132 * 32 ? (blocks < 1 ? 1 : blocks) : 132 * 32);
@@ -123,6 +138,12 @@ cudaError_t fill_pattern(void* data, size_t elem_size, int64_t n, uint64_t patte
   return cudaGetLastError();
 }
 
+cudaError_t flip_bits(void* data, size_t bytes, cudaStream_t stream) {
+  if (bytes == 0) return cudaSuccess;
+  flip_bits_kernel<<<grid_for(static_cast<int64_t>(bytes)), 256, 0, stream>>>(static_cast<unsigned char*>(data), bytes);
+  return cudaGetLastError();
+}
+
 cudaError_t evict_l2(const void* flush, size_t bytes, cudaStream_t stream) {
   size_t n = bytes / sizeof(uint4);
   if (n < 2) return cudaErrorInvalidValue;
@@ -135,11 +156,15 @@ cudaError_t evict_l2(const void* flush, size_t bytes, cudaStream_t stream) {
 cudaError_t checksum(const void* data, size_t bytes, uint64_t* scratch, uint64_t* out, cudaStream_t stream) {
   cudaError_t e = cudaMemsetAsync(scratch, 0, sizeof(uint64_t), stream);
   if (e != cudaSuccess) return e;
-  checksum_kernel<<<grid_for(static_cast<int64_t>(bytes / 8) + 1), 256, 0, stream>>>(
-      static_cast<const unsigned char*>(data), bytes, reinterpret_cast<unsigned long long*>(scratch));
+  if (reinterpret_cast<uintptr_t>(data) % 8 == 0)
+    checksum_kernel<<<grid_for(static_cast<int64_t>(bytes / 8) + 1), 256, 0, stream>>>(
+        static_cast<const unsigned char*>(data), bytes, reinterpret_cast<unsigned long long*>(scratch));
+  else
+    checksum_bytes_kernel<<<grid_for(static_cast<int64_t>(bytes)), 256, 0, stream>>>(
+        static_cast<const unsigned char*>(data), bytes, reinterpret_cast<unsigned long long*>(scratch));
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   if ((e = cudaMemcpyAsync(out, scratch, sizeof(uint64_t), cudaMemcpyDeviceToHost, stream)) != cudaSuccess) return e;
   return cudaStreamSynchronize(stream);
 }
 
-}  // namespace kp::worker
+}  // namespace kp::judge

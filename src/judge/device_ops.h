@@ -8,7 +8,7 @@
 
 #include "task/task.h"
 
-namespace kp::worker {
+namespace kp::judge {
 
 // Fills n elements of dtype with values drawn from dist by a counter-based generator:
 // element i of a tensor depends only on (seed, stream_id, i), so the same seed reproduces the
@@ -19,9 +19,14 @@ cudaError_t fill_random(void* data, task::DType dtype, int64_t n, const task::Di
 // Writes the low `elem_size` bytes of `pattern` into each of n elements.
 cudaError_t fill_pattern(void* data, size_t elem_size, int64_t n, uint64_t pattern, cudaStream_t stream);
 
-// A 64-bit checksum of `bytes` bytes (position-dependent, so swapped or moved data changes it).
+// A 64-bit checksum of `bytes` bytes at `data` (any alignment; position-dependent, so swapped or
+// moved data changes it).
 // Synchronizes the stream; *out receives the value. `scratch` is 8 bytes of device memory.
 cudaError_t checksum(const void* data, size_t bytes, uint64_t* scratch, uint64_t* out, cudaStream_t stream);
+
+// Flips every bit of `bytes` bytes at `data` (any alignment): a checked output a candidate kept
+// can no longer pass for a right one.
+cudaError_t flip_bits(void* data, size_t bytes, cudaStream_t stream);
 
 // Evicts L2 by reading all of `flush` (bytes, a multiple of 16, at least 2x the L2): reads,
 // not writes, so that L2 is left holding clean lines and the next kernel does not pay for
@@ -29,4 +34,4 @@ cudaError_t checksum(const void* data, size_t bytes, uint64_t* scratch, uint64_t
 // H200 against ncu's cache control). Dirty lines of earlier work are written back here.
 cudaError_t evict_l2(const void* flush, size_t bytes, cudaStream_t stream);
 
-}  // namespace kp::worker
+}  // namespace kp::judge

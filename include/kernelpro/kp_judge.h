@@ -1,0 +1,111 @@
+/* kp_judge.h: the judge core's C API (libkp_judge.so).
+ *
+ * The measurement and its checks, once, in native code: an adapter (the KernelBench worker in
+ * Python, through ctypes) opens a session before the candidate is loaded, then hands the core two
+ * callbacks: one that gives an input set fresh contents, one that makes one call of the candidate
+ * or the reference on a set, and one that describes what that call returned. The core draws the seeds, flushes L2, records the events, keeps the
+ * samples, fingerprints the inputs before and after every call, compares every timed output with
+ * the reference's on the GPU, applies the sampling rule, the escaped-work and physics-floor checks,
+ * and decides. Its state lives in this library's memory, not in any Python object, and the
+ * verdict block it writes into the report at the end overrides whatever the adapter's report says
+ * about timing.
+ *
+ * Contract for the adapter:
+ *  - every call of a callback is made by the core, on the thread that called kpj_time; a callback
+ *    returns 0 when the call returned, KPJ_CALLBACK_FAILED when it raised (the adapter keeps its
+ *    own reason and turns it into the outcome);
+ *  - outputs handed back stay valid until the next call of the same role on the same session;
+ *  - tensors are contiguous and row-major, dtype codes are kp_abi.h's (KP_FP32 = 0 ...).
+ * Out-of-order or reentrant calls of this API (from a callback, or a second timing of one role)
+ * taint the session: its verdict becomes a rejection (harness_tamper).
+ */
+#ifndef KERNELPRO_KP_JUDGE_H_
+#define KERNELPRO_KP_JUDGE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define KPJ_API __attribute__((visibility("default")))
+#else
+#define KPJ_API
+#endif
+
+#define KPJ_MAX_TENSORS 16
+#define KPJ_MAX_RANK 8
+
+typedef struct kpj_tensor {
+  void* data;     /* device pointer */
+  int32_t dtype;  /* kp_abi.h dtype code */
+  int32_t rank;
+  int64_t shape[KPJ_MAX_RANK];
+} kpj_tensor;
+
+typedef struct kpj_tensors {
+  int32_t count;
+  kpj_tensor t[KPJ_MAX_TENSORS];
+} kpj_tensors;
+
+enum { KPJ_CANDIDATE = 0, KPJ_REFERENCE = 1 };
+enum { KPJ_CALL_OK = 0, KPJ_CALLBACK_FAILED = 1 };
+
+/* Gives input set `set` new contents drawn with `seed` and describes its inputs in *inputs. */
+typedef int (*kpj_refresh_fn)(void* ctx, int32_t set, uint64_t seed, kpj_tensors* inputs);
+/* Makes one call of `role` on set `set`'s current inputs and keeps what it returned. Timed: it
+ * should do nothing else. */
+typedef int (*kpj_call_fn)(void* ctx, int32_t role, int32_t set);
+/* Describes the outputs of the last call of `role` in *outputs (after its end event: any checks
+ * of the returned objects belong here, outside the timing). */
+typedef int (*kpj_outputs_fn)(void* ctx, int32_t role, kpj_tensors* outputs);
+
+typedef struct kpj_config {
+  uint64_t stream;        /* cudaStream_t the events go on (the adapter's current stream) */
+  int32_t sets;           /* input sets cycled through, >= 1 */
+  int32_t inputs_vary;    /* 1: two seeds give different inputs, so repeated inputs are a fault */
+  int32_t warmup_calls;   /* EvalOptions fields, same meaning and units */
+  int32_t min_trials;
+  int32_t max_trials;
+  double median_ci;
+  double timing_budget_s;
+  double timing_cap_s;
+  double wall_ratio;
+  double wall_slack_us;   /* the adapter's host overhead included */
+  double physics_margin;
+  double dram_bytes_per_s;  /* measured; 0: no physics floor */
+  uint64_t l2_bytes;        /* the GPU's L2; the flush buffer reads at least twice that */
+  double tolerance[7][3];   /* atol, rtol, rel_norm per dtype code */
+} kpj_config;
+
+typedef struct kpj_session kpj_session;
+
+/* Opens a session on the current device. NULL on failure, with the reason in err. */
+KPJ_API kpj_session* kpj_open(const kpj_config* config, char* err, size_t err_len);
+
+/* Times `role`: warm-up, then timed calls until the sampling rule stops, each on fresh inputs.
+ * Returns 0 when timed; KPJ_CALLBACK_FAILED when a callback failed (the adapter's reason
+ * stands); 2 when the core stopped the evaluation (kpj_result_json says why). */
+KPJ_API int kpj_time(kpj_session* s, int32_t role, kpj_refresh_fn refresh, kpj_call_fn call,
+                     kpj_outputs_fn outputs, void* ctx);
+
+/* The session's verdict so far as JSON: {"candidate": TimingReport, "reference": TimingReport,
+ * "stop": {"outcome","reason","cheat"} or null, "tainted": reason or ""}. Owned by the session,
+ * valid until the next call on it. */
+KPJ_API const char* kpj_result_json(kpj_session* s);
+
+/* The adapter's report (a WorkerReport JSON object) with the core's decisions written over it:
+ * "timing", "reference_timing", "reference_seconds", "physics_floor_s"/"_basis", and, when the
+ * core stopped the evaluation or the session is tainted, "outcome", "reason" and "cheat". Seals
+ * the session: any later call taints nothing more and returns NULL. Owned by the session. */
+KPJ_API const char* kpj_finish(kpj_session* s, const char* report_json);
+
+KPJ_API void kpj_close(kpj_session* s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KERNELPRO_KP_JUDGE_H_ */

@@ -1,0 +1,229 @@
+"""The judge core (libkp_judge.so, include/kernelpro/kp_judge.h) seen from the KernelBench worker.
+
+The core makes the timed calls and their checks; this module only adapts PyTorch to its C API:
+`Core` opens a session before the candidate loads, and `Core.time(role, refresh, call, outputs)`
+hands the core three callbacks: `refresh(set, seed)` draws fresh inputs for a set (returns its
+arguments), `call(role, set)` makes one call (timed: nothing else) and `outputs(role)` checks what
+the last call returned and gives its output tensors (after the call's end event). Everything that
+decides the verdict of the timed calls (seeds, samples, input fingerprints, output comparisons,
+the sampling rule, the escaped-work, persisting-L2 and physics-floor checks) is in the core's
+memory; what comes back is its verdict block, written over the report by `Core.finish`.
+
+The library is found at KP_JUDGE_LIBRARY (kernelpro sets it for its workers), else beside
+kp-worker in the build tree (build/libkp_judge.so) or in the installed layout.
+"""
+
+import ctypes
+import json
+import os
+
+import torch
+
+MAX_TENSORS = 16
+MAX_RANK = 8
+CANDIDATE, REFERENCE = 0, 1
+CALL_OK, CALLBACK_FAILED = 0, 1
+CORE_STOPPED = 2
+LIBRARY_ENV = "KP_JUDGE_LIBRARY"
+
+# kp_abi.h dtype codes. One-byte integer outputs compare exactly, as bool does.
+DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.int32: 3, torch.int64: 4,
+               torch.bool: 5, torch.uint8: 5, torch.int8: 5, torch.float64: 6}
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int32), ("rank", ctypes.c_int32),
+                ("shape", ctypes.c_int64 * MAX_RANK)]
+
+
+class Tensors(ctypes.Structure):
+    _fields_ = [("count", ctypes.c_int32), ("t", Tensor * MAX_TENSORS)]
+
+
+class Config(ctypes.Structure):
+    _fields_ = [("stream", ctypes.c_uint64), ("sets", ctypes.c_int32), ("inputs_vary", ctypes.c_int32),
+                ("warmup_calls", ctypes.c_int32), ("min_trials", ctypes.c_int32), ("max_trials", ctypes.c_int32),
+                ("median_ci", ctypes.c_double), ("timing_budget_s", ctypes.c_double),
+                ("timing_cap_s", ctypes.c_double), ("wall_ratio", ctypes.c_double),
+                ("wall_slack_us", ctypes.c_double), ("physics_margin", ctypes.c_double),
+                ("dram_bytes_per_s", ctypes.c_double), ("l2_bytes", ctypes.c_uint64),
+                ("tolerance", (ctypes.c_double * 3) * 7)]
+
+
+REFRESH_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.c_uint64, ctypes.POINTER(Tensors))
+CALL_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32)
+OUTPUTS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(Tensors))
+
+
+def library_path():
+    """Where libkp_judge.so is, or None."""
+    env = os.environ.get(LIBRARY_ENV)
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    for candidate in (os.path.join(root, "build", "libkp_judge.so"),  # the source tree's build
+                      os.path.join(root, "build-gpu", "libkp_judge.so"),
+                      os.path.join(os.path.dirname(os.path.dirname(root)), "lib", "kernelpro", "libkp_judge.so")):
+        if os.path.exists(candidate):
+            return candidate
+    return None
+
+
+_LIB = None
+# The library's functions, module globals once loaded: the Seal (seal.py) holds every global of
+# this module to its identity, so a candidate that rebinds one (or the CDLL's attribute they came
+# from) changes nothing the harness calls, and is caught.
+_kpj_open = _kpj_time = _kpj_result_json = _kpj_finish = _kpj_close = None
+
+
+def _load():
+    """The library with its signatures set, loaded once (before any candidate code runs: the
+    worker opens its first session then)."""
+    global _LIB, _kpj_open, _kpj_time, _kpj_result_json, _kpj_finish, _kpj_close
+    if _LIB is None:
+        path = library_path()
+        if path is None:
+            raise RuntimeError("libkp_judge.so was not found: build the kp_judge_shared target (it lands beside "
+                               f"kp-worker) or name it in {LIBRARY_ENV}")
+        lib = ctypes.CDLL(path)
+        lib.kpj_open.restype = ctypes.c_void_p
+        lib.kpj_open.argtypes = [ctypes.POINTER(Config), ctypes.c_char_p, ctypes.c_size_t]
+        lib.kpj_time.restype = ctypes.c_int
+        lib.kpj_time.argtypes = [ctypes.c_void_p, ctypes.c_int32, REFRESH_FN, CALL_FN, OUTPUTS_FN, ctypes.c_void_p]
+        lib.kpj_result_json.restype = ctypes.c_char_p
+        lib.kpj_result_json.argtypes = [ctypes.c_void_p]
+        lib.kpj_finish.restype = ctypes.c_char_p
+        lib.kpj_finish.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        lib.kpj_close.restype = None
+        lib.kpj_close.argtypes = [ctypes.c_void_p]
+        _kpj_open, _kpj_time, _kpj_result_json = lib.kpj_open, lib.kpj_time, lib.kpj_result_json
+        _kpj_finish, _kpj_close = lib.kpj_finish, lib.kpj_close
+        _LIB = lib
+    return _LIB
+
+
+class Unsupported(Exception):
+    """A tensor the core cannot take (its dtype, rank or count)."""
+
+
+def describe(tensors, out, what):
+    """Fills the Tensors struct `out` with `tensors` (each contiguous); Unsupported otherwise."""
+    if len(tensors) > MAX_TENSORS:
+        raise Unsupported(f"{what}: {len(tensors)} tensors, more than the judge core's {MAX_TENSORS}")
+    out.count = len(tensors)
+    for i, t in enumerate(tensors):
+        code = DTYPE_CODES.get(t.dtype)
+        if code is None:
+            raise Unsupported(f"{what} {i} has dtype {t.dtype}, which the judge core does not compare")
+        if t.dim() > MAX_RANK:
+            raise Unsupported(f"{what} {i} has rank {t.dim()}, more than the judge core's {MAX_RANK}")
+        d = out.t[i]
+        d.data = t.data_ptr()
+        d.dtype = code
+        d.rank = t.dim()
+        for j, n in enumerate(t.shape):
+            d.shape[j] = n
+
+
+def storage_view(t):
+    """The bytes of t's whole storage as a flat uint8 tensor: what a fingerprint of an input must
+    cover, whatever t's strides (a view's unseen elements are inputs too)."""
+    s = t.untyped_storage()
+    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(s, 0, (s.nbytes(),), (1,))
+
+
+class Core:
+    """One session of the judge core. `options` holds EvalOptions fields (eval_options's
+    options_with_defaults), `dev` is evaluate.Device, `tolerance` maps a torch dtype to
+    (atol, rtol, rel_norm)."""
+
+    def __init__(self, dev, options, sets, inputs_vary, tolerance):
+        _load()
+        c = Config()
+        c.stream = torch.cuda.current_stream().cuda_stream
+        c.sets = int(sets)
+        c.inputs_vary = 1 if inputs_vary else 0
+        c.warmup_calls = int(options["warmup_calls"])
+        c.min_trials = int(options["min_trials"])
+        c.max_trials = int(options["max_trials"])
+        c.median_ci = float(options["median_ci"])
+        c.timing_budget_s = float(options["timing_budget_s"])
+        c.timing_cap_s = float(options["timing_cap_s"])
+        c.wall_ratio = float(options["wall_ratio"])
+        # The Python call itself costs host time that events on an idle stream do not see.
+        c.wall_slack_us = float(options["wall_slack_us"]) + 50.0
+        c.physics_margin = float(options["physics_margin"])
+        c.dram_bytes_per_s = float(dev.dram_bytes_per_s)
+        c.l2_bytes = int(dev.l2_bytes)
+        for dtype, code in DTYPE_CODES.items():
+            if dtype.is_floating_point:
+                for j, v in enumerate(tolerance(dtype)):
+                    c.tolerance[code][j] = float(v)
+        err = ctypes.create_string_buffer(1024)
+        self.handle = _kpj_open(ctypes.byref(c), err, len(err))
+        if not self.handle:
+            raise RuntimeError(err.value.decode(errors="replace"))
+
+    def time(self, role, refresh, call, outputs):
+        """Times `role` through the core. refresh(set, seed) -> the call's arguments; call(role,
+        set) makes the call; outputs(role) -> the last call's output tensors (contiguous). Each
+        may raise: the exception is kept and re-raised here once the core has returned (nothing
+        crosses the C boundary). Returns the core's result dict when it stopped the evaluation
+        itself ("stop" set), else None."""
+        failure = []
+        keep = {}
+
+        def on_refresh(_ctx, k, seed, out):
+            try:
+                xs = refresh(int(k), int(seed))
+                views = [storage_view(x) for x in xs if isinstance(x, torch.Tensor)]
+                keep[("in", int(k))] = (xs, views)
+                describe(views, out.contents, "input")
+                return CALL_OK
+            except BaseException as e:  # noqa: B902 - nothing may cross into C
+                failure.append(e)
+                return CALLBACK_FAILED
+
+        def on_call(_ctx, r, k):
+            try:
+                call(int(r), int(k))
+                return CALL_OK
+            except BaseException as e:  # noqa: B902
+                failure.append(e)
+                return CALLBACK_FAILED
+
+        def on_outputs(_ctx, r, out):
+            try:
+                got = outputs(int(r))
+                keep[("out", int(r))] = got
+                describe(got, out.contents, "output")
+                return CALL_OK
+            except BaseException as e:  # noqa: B902
+                failure.append(e)
+                return CALLBACK_FAILED
+
+        refresh_fn, call_fn, outputs_fn = REFRESH_FN(on_refresh), CALL_FN(on_call), OUTPUTS_FN(on_outputs)
+        rc = _kpj_time(self.handle, role, refresh_fn, call_fn, outputs_fn, None)
+        keep.clear()
+        if rc == CALLBACK_FAILED and failure:
+            raise failure[0]
+        if rc == CALL_OK:
+            return None
+        return self.result()
+
+    def result(self):
+        return json.loads(_kpj_result_json(self.handle).decode())
+
+    def finish(self, report):
+        """The report with the core's verdict written over it (kpj_finish); the session is sealed."""
+        raw = _kpj_finish(self.handle, json.dumps(report, default=str).encode())
+        if raw is None:
+            return dict(report, outcome="rejected", cheat="harness_tamper",
+                        reason="the harness was tampered with: the judge core's verdict was asked for twice")
+        return json.loads(raw.decode())
+
+    def close(self):
+        if self.handle:
+            _kpj_close(self.handle)
+            self.handle = None

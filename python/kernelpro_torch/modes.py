@@ -1,0 +1,125 @@
+"""Process-wide numeric modes: recorded before the candidate loads, checked after each phase.
+
+A mode that a candidate switches for the whole process (TF32 for fp32 matmuls and convolutions,
+reduced-precision reductions, the default dtype, autocast, cuDNN's algorithm choice)
+changes the reference too: the reference then computes in the candidate's mode, its outputs match
+a downgraded candidate's, and its timing is not the problem's. So the harness records the modes
+before any candidate code runs and checks them after each phase and after each candidate call;
+a change is a rejection (process_mode), and the modes are put back before anything else runs.
+
+Two views of the same modes, so that neither a patched getter nor a mode set below PyTorch (a
+cuBLAS handle's math mode) hides a change:
+  - the flags, read through getters taken from torch._C when this module is imported (before any
+    candidate loads), not through attributes a candidate could rebind;
+  - a probe: a small fp32 matmul and a 1x1 convolution of values that TF32 cannot represent
+    (1 + 2^-15): their exact results are 1 + 2^-15; in TF32 they come out 1.0.
+"""
+
+import torch
+
+_C = torch._C
+
+
+def _getter(name):
+    fn = getattr(_C, name, None)
+    return fn if callable(fn) else None
+
+
+# name -> (getter taken now, setter for restore)
+_FLAGS = {
+    "cuda.matmul.allow_tf32": (_getter("_get_cublas_allow_tf32"), _getter("_set_cublas_allow_tf32")),
+    "float32_matmul_precision": (_getter("_get_float32_matmul_precision"), _getter("_set_float32_matmul_precision")),
+    "cudnn.allow_tf32": (_getter("_get_cudnn_allow_tf32"), _getter("_set_cudnn_allow_tf32")),
+    "cudnn.benchmark": (_getter("_get_cudnn_benchmark"), _getter("_set_cudnn_benchmark")),
+    "cudnn.deterministic": (_getter("_get_cudnn_deterministic"), _getter("_set_cudnn_deterministic")),
+    "cudnn.enabled": (_getter("_get_cudnn_enabled"), _getter("_set_cudnn_enabled")),
+    "cuda.matmul.allow_fp16_reduced_precision_reduction": (
+        _getter("_get_cublas_allow_fp16_reduced_precision_reduction"),
+        _getter("_set_cublas_allow_fp16_reduced_precision_reduction")),
+    "cuda.matmul.allow_bf16_reduced_precision_reduction": (
+        _getter("_get_cublas_allow_bf16_reduced_precision_reduction"),
+        _getter("_set_cublas_allow_bf16_reduced_precision_reduction")),
+    "deterministic_algorithms": (_getter("_get_deterministic_algorithms"), None),
+    "flash_sdp": (_getter("_get_flash_sdp_enabled"), _getter("_set_sdp_use_flash")),
+    "mem_efficient_sdp": (_getter("_get_mem_efficient_sdp_enabled"), _getter("_set_sdp_use_mem_efficient")),
+    "math_sdp": (_getter("_get_math_sdp_enabled"), _getter("_set_sdp_use_math")),
+}
+_get_default_dtype = torch.get_default_dtype
+_set_default_dtype = torch.set_default_dtype
+_is_autocast = getattr(torch, "is_autocast_enabled", None)
+_matmul = torch.matmul
+_conv2d = torch.nn.functional.conv2d
+_full = torch.full
+_eye = torch.eye
+_ones = torch.ones
+
+
+def _autocast_cuda():
+    if _is_autocast is None:
+        return False
+    try:
+        return bool(_is_autocast("cuda"))
+    except TypeError:
+        return bool(_is_autocast())
+
+
+def flags():
+    """{mode name: value} of every flag this PyTorch has a getter for."""
+    out = {}
+    for name, (get, _) in _FLAGS.items():
+        if get is not None:
+            try:
+                out[name] = get()
+            except Exception:
+                continue
+    out["default_dtype"] = str(_get_default_dtype())
+    out["autocast.cuda"] = _autocast_cuda()
+    return out
+
+
+def probe():
+    """{"matmul": exact, "conv": exact}: whether fp32 matmul and convolution are computed in full
+    fp32 right now, from their results on values TF32 cannot hold."""
+    v = 1.0 + 2.0 ** -15
+    with torch.no_grad():
+        a = _full((64, 64), v, dtype=torch.float32, device="cuda")
+        m = float(_matmul(a, _eye(64, dtype=torch.float32, device="cuda"))[0, 0])
+        x = _full((1, 16, 8, 8), v, dtype=torch.float32, device="cuda")
+        w = torch.zeros((16, 16, 1, 1), dtype=torch.float32, device="cuda")
+        w[:, 0] = 1.0
+        c = float(_conv2d(x, w)[0, 0, 0, 0])
+    return {"matmul": m == v, "conv": c == v}
+
+
+def snapshot():
+    """What the modes are now: the flags and the probe."""
+    return {"flags": flags(), "probe": probe()}
+
+
+def changes(before, with_probe=True):
+    """Names of the modes that differ from `before` (a snapshot), [] when none."""
+    now = flags()
+    changed = [f"{k}: {before['flags'].get(k)!r} -> {now.get(k)!r}" for k in sorted(set(before["flags"]) | set(now))
+               if before["flags"].get(k) != now.get(k)]
+    if with_probe:
+        p = probe()
+        for k in ("matmul", "conv"):
+            if before["probe"].get(k) and not p[k]:
+                changed.append(f"fp32 {k} no longer computes in full fp32 (a value TF32 cannot hold came back "
+                               "rounded)")
+    return changed
+
+
+def restore(before):
+    """Puts back every flag of `before` that has a setter."""
+    for name, value in before["flags"].items():
+        setter = _FLAGS.get(name, (None, None))[1]
+        if setter is not None:
+            try:
+                setter(value)
+            except Exception:
+                pass
+    try:
+        _set_default_dtype(getattr(torch, before["flags"]["default_dtype"].replace("torch.", "")))
+    except Exception:
+        pass

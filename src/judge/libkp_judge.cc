@@ -1,0 +1,63 @@
+// libkp_judge.so: the C API of include/kernelpro/kp_judge.h over judge::Session, loaded by the
+// KernelBench worker (python/kernelpro_torch/judge.py) through ctypes. Only the kpj_* functions
+// are exported (libkp_judge.map); the static C++ and CUDA runtimes stay private.
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "judge/session.h"
+#include "kernelpro/kp_judge.h"
+
+struct kpj_session {
+  std::unique_ptr<kp::judge::Session> session;
+  std::string last;  // the string the last kpj_result_json or kpj_finish returned
+};
+
+extern "C" {
+
+kpj_session* kpj_open(const kpj_config* config, char* err, size_t err_len) {
+  auto write_err = [&](const std::string& m) {
+    if (err && err_len) {
+      std::strncpy(err, m.c_str(), err_len - 1);
+      err[err_len - 1] = '\0';
+    }
+  };
+  if (!config) {
+    write_err("kpj_open: no config");
+    return nullptr;
+  }
+  auto* s = new (std::nothrow) kpj_session;
+  if (!s) return nullptr;
+  s->session = std::make_unique<kp::judge::Session>(*config);
+  if (!s->session->error().empty()) {
+    write_err(s->session->error());
+    delete s;
+    return nullptr;
+  }
+  return s;
+}
+
+int kpj_time(kpj_session* s, int32_t role, kpj_refresh_fn refresh, kpj_call_fn call, kpj_outputs_fn outputs,
+             void* ctx) {
+  if (!s || !refresh || !call || !outputs) return 2;
+  return s->session->time(role, {refresh, call, outputs, ctx});
+}
+
+const char* kpj_result_json(kpj_session* s) {
+  if (!s) return nullptr;
+  s->last = s->session->result_json();
+  return s->last.c_str();
+}
+
+const char* kpj_finish(kpj_session* s, const char* report_json) {
+  if (!s || !report_json) return nullptr;
+  auto r = s->session->finish(report_json);
+  if (!r) return nullptr;
+  s->last = std::move(*r);
+  return s->last.c_str();
+}
+
+void kpj_close(kpj_session* s) { delete s; }
+
+}  // extern "C"

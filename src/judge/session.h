@@ -1,0 +1,118 @@
+// The judge core: one evaluation's measurement and its checks, driven by callbacks that make one
+// call of the candidate or the reference (include/kernelpro/kp_judge.h is its C face,
+// libkp_judge.cc the library that exports it).
+//
+// What the core owns, and the adapter (the KernelBench worker) cannot change from Python:
+//  - the seeds of every timed call's inputs, drawn from the OS when the call is about to be made
+//    (never earlier, so nothing in the process can predict them);
+//  - the fingerprints of every input set it has timed on: a call whose inputs repeat earlier
+//    ones (a refresh that did not refresh) taints the session, so every timed call, warm-ups
+//    included, sees inputs no call has seen before and a cache of any kind has nothing to serve;
+//  - the check that the call left its inputs as they were (fingerprints before and after);
+//  - the comparison of every timed output with the reference's output on the same inputs, made
+//    by the reference *after* the candidate's call (no reference output for those inputs exists
+//    while the candidate runs), on the GPU, with the tolerance the adapter configured;
+//  - after each check, every bit of the candidate's output flipped, so a kept output holds wrong
+//    values the next time it is seen (an output probe, or a static buffer, gains nothing);
+//  - the L2 flush and persisting-L2 reset before every timed call, the event pair around it, the
+//    wall time, and the tail from the end event to an idle device (work left running elsewhere);
+//  - the samples, the sampling rule (verdict/timing_rule.h), the median, the physics floor;
+//  - the order of the API's calls: a second timing of one role, a call from inside a callback or
+//    after the verdict taints the session, and a tainted session's verdict is a rejection.
+// Thread-compatible: one session is driven by one thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+#include <nlohmann/json.hpp>
+
+#include "judge/device_compare.h"
+#include "kernelpro/kp_judge.h"
+#include "verdict/protocol.h"
+
+namespace kp::judge {
+
+// Why the core stopped an evaluation: an outcome name (verdict/outcome.h's strings), a reason for
+// people and the cheat it caught, if any.
+struct CoreStop {
+  std::string outcome;
+  std::string reason;
+  std::string cheat;
+};
+
+// The adapter's callbacks for one kpj_time (kp_judge.h says what each does).
+struct Callbacks {
+  kpj_refresh_fn refresh = nullptr;
+  kpj_call_fn call = nullptr;
+  kpj_outputs_fn outputs = nullptr;
+  void* ctx = nullptr;
+};
+
+class Session {
+ public:
+  // Allocates the flush buffer, events and scratch on the current device. Check error() after.
+  explicit Session(const kpj_config& config);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Empty when the session is usable, else why it is not.
+  const std::string& error() const { return error_; }
+
+  // kpj_time: 0 timed, KPJ_CALLBACK_FAILED, or 2 when the core stopped the evaluation.
+  int time(int role, const Callbacks& cb);
+
+  // kpj_result_json and kpj_finish.
+  std::string result_json() const;
+  std::optional<std::string> finish(const std::string& report_json);
+
+  // Marks an out-of-order use of the API (kept: the first reason wins).
+  void taint(const std::string& why);
+
+ private:
+  int time_inner(int role, const Callbacks& cb);
+  // Calls refresh for set k with a fresh seed and fingerprints the inputs it describes.
+  int refresh_set(int k, const Callbacks& cb, const char* when);
+  std::optional<uint64_t> fingerprint(const kpj_tensors& ts);
+  // One call between events (L2 flushed before), then its outputs described into *outs.
+  int one_timed_call(int role, int k, const Callbacks& cb, int index, double* event_s, double* wall_s, double* tail_s,
+                     kpj_tensors* outs);
+  // The candidate's outputs `got` of call `index` on set k against the reference's, which is
+  // called now, on the same inputs.
+  int check_outputs(int k, const kpj_tensors& got, const Callbacks& cb, int index);
+  int stop(std::string outcome, std::string reason, std::string cheat = {});
+  int harness_failure(cudaError_t e, const char* what);
+  void physics_floor(double median_s);  // fills physics_floor_s_ and its basis
+
+  kpj_config config_;
+  std::string error_;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, end_ = nullptr;
+  void* flush_ = nullptr;
+  size_t flush_bytes_ = 0;
+  uint64_t* scratch_ = nullptr;  // 8 bytes for checksums
+  CompareScratch compare_;
+
+  bool in_callback_ = false;
+  bool finished_ = false;
+  bool timed_[2] = {false, false};
+  std::string tainted_;
+  std::optional<CoreStop> stop_;
+  eval::TimingReport timing_[2];
+  std::vector<double> tails_s_;
+  double physics_floor_s_ = 0;
+  std::string physics_floor_basis_;
+  std::set<uint64_t> seen_inputs_;  // fingerprints of every input set timed on
+  kpj_tensors inputs_[64] = {};     // the current inputs of each set (sets <= 64)
+  uint64_t input_print_[64] = {};
+  std::vector<void*> returned_;         // every output buffer the candidate has handed back
+  size_t last_output_bytes_ = 0;        // bytes of the candidate's outputs, for the physics floor
+  double tail_median_s_ = 0;            // end event to idle device, median over the timed calls
+};
+
+}  // namespace kp::judge

@@ -1,0 +1,209 @@
+// GPU tier: the judge core (judge/session.h) driven by plain C callbacks, as the KernelBench
+// worker drives it through ctypes. The "kernel" is a device-to-device copy (output = input), so
+// each case is one line of CUDA: an honest copy is timed and passes; a kept output, a refresh
+// that does not refresh, an input written, work left on a side stream, persisting L2 and a
+// callback that re-enters the core are each caught with their class. Skipped without a GPU.
+#include "judge/session.h"
+
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "judge/device_ops.h"
+#include "tests/support/paths.h"
+
+namespace kp::judge {
+namespace {
+
+constexpr int64_t kElems = 1 << 20;  // 4 MiB of fp32
+constexpr size_t kBytes = kElems * sizeof(float);
+
+enum class Play { kHonest, kKeptOutput, kStaleRefresh, kWritesInput, kSideStream, kPersistingL2, kReenters };
+
+struct Adapter {
+  Play play = Play::kHonest;
+  cudaStream_t stream = nullptr;
+  cudaStream_t side = nullptr;
+  void* in[2] = {};
+  void* cand_out[2] = {};
+  void* ref_out = nullptr;
+  void* big[2] = {};  // the side stream's extra work
+  int last_set = 0;
+  int calls = 0;
+  Session* session = nullptr;
+  std::string reentered;
+};
+
+kpj_tensor fp32(void* data) {
+  kpj_tensor t{};
+  t.data = data;
+  t.dtype = 0;
+  t.rank = 1;
+  t.shape[0] = kElems;
+  return t;
+}
+
+int refresh(void* ctx, int32_t set, uint64_t seed, kpj_tensors* inputs) {
+  auto* a = static_cast<Adapter*>(ctx);
+  task::Distribution d;
+  const uint64_t s = a->play == Play::kStaleRefresh ? 7 : seed;
+  if (fill_random(a->in[set], task::DType::kFp32, kElems, d, s, 0, a->stream) != cudaSuccess) return KPJ_CALLBACK_FAILED;
+  inputs->count = 1;
+  inputs->t[0] = fp32(a->in[set]);
+  return KPJ_CALL_OK;
+}
+
+int call(void* ctx, int32_t role, int32_t set) {
+  auto* a = static_cast<Adapter*>(ctx);
+  a->last_set = set;
+  if (role == KPJ_REFERENCE)
+    return cudaMemcpyAsync(a->ref_out, a->in[set], kBytes, cudaMemcpyDeviceToDevice, a->stream) == cudaSuccess
+               ? KPJ_CALL_OK
+               : KPJ_CALLBACK_FAILED;
+  ++a->calls;
+  switch (a->play) {
+    case Play::kKeptOutput:  // computes once, then hands back what it kept
+      if (a->calls > 1) return KPJ_CALL_OK;
+      break;
+    case Play::kWritesInput:
+      cudaMemsetAsync(a->in[set], 0, 64, a->stream);
+      break;
+    case Play::kSideStream:  // a large copy nobody waits for
+      cudaMemcpyAsync(a->big[1], a->big[0], size_t{256} << 20, cudaMemcpyDeviceToDevice, a->side);
+      break;
+    case Play::kPersistingL2:
+      cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, size_t{1} << 20);
+      break;
+    case Play::kReenters:
+      if (a->session->time(KPJ_REFERENCE, {refresh, call, nullptr, ctx}) != 0) a->reentered = "refused";
+      break;
+    default: break;
+  }
+  return cudaMemcpyAsync(a->cand_out[set], a->in[set], kBytes, cudaMemcpyDeviceToDevice, a->stream) == cudaSuccess
+             ? KPJ_CALL_OK
+             : KPJ_CALLBACK_FAILED;
+}
+
+int outputs(void* ctx, int32_t role, kpj_tensors* out) {
+  auto* a = static_cast<Adapter*>(ctx);
+  out->count = 1;
+  out->t[0] = fp32(role == KPJ_REFERENCE ? a->ref_out : a->cand_out[a->play == Play::kKeptOutput ? 0 : a->last_set]);
+  return KPJ_CALL_OK;
+}
+
+class JudgeSessionGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = testing::gpu_missing()) GTEST_SKIP() << *why;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&a_.stream, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&a_.side, cudaStreamNonBlocking), cudaSuccess);
+    for (auto* p : {&a_.in[0], &a_.in[1], &a_.cand_out[0], &a_.cand_out[1], &a_.ref_out})
+      ASSERT_EQ(cudaMalloc(p, kBytes), cudaSuccess);
+    for (auto* p : {&a_.big[0], &a_.big[1]}) ASSERT_EQ(cudaMalloc(p, size_t{256} << 20), cudaSuccess);
+    int l2 = 0;
+    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0);
+    config_.stream = reinterpret_cast<uint64_t>(a_.stream);
+    config_.sets = 2;
+    config_.inputs_vary = 1;
+    config_.warmup_calls = 2;
+    config_.min_trials = 10;
+    config_.max_trials = 40;
+    config_.median_ci = 0.005;
+    config_.timing_budget_s = 0.2;
+    config_.timing_cap_s = 5;
+    config_.wall_ratio = 1.5;
+    config_.wall_slack_us = 100;
+    config_.physics_margin = 1.3;
+    config_.dram_bytes_per_s = 0;
+    config_.l2_bytes = static_cast<uint64_t>(l2);
+    config_.tolerance[0][0] = 1e-5;
+    config_.tolerance[0][1] = 1e-4;
+    config_.tolerance[0][2] = 1e-5;
+  }
+  void TearDown() override {
+    cudaDeviceSynchronize();
+    cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
+    for (void* p : {a_.in[0], a_.in[1], a_.cand_out[0], a_.cand_out[1], a_.ref_out, a_.big[0], a_.big[1]})
+      if (p) cudaFree(p);
+    if (a_.stream) cudaStreamDestroy(a_.stream);
+    if (a_.side) cudaStreamDestroy(a_.side);
+  }
+  // Times the candidate and then the reference as the KernelBench worker does; the verdict.
+  nlohmann::json judge(Play play) {
+    a_.play = play;
+    Session s(config_);
+    EXPECT_EQ(s.error(), "");
+    a_.session = &s;
+    Callbacks cb{refresh, call, outputs, &a_};
+    if (s.time(KPJ_CANDIDATE, cb) == 0) s.time(KPJ_REFERENCE, cb);
+    auto r = s.finish(R"({"outcome":"ok","reason":"","cheat":""})");
+    EXPECT_TRUE(r.has_value());
+    EXPECT_FALSE(s.finish("{}").has_value()) << "a second verdict from one session";
+    return nlohmann::json::parse(*r);
+  }
+  Adapter a_;
+  kpj_config config_{};
+};
+
+TEST_F(JudgeSessionGpu, AnHonestCopyIsTimedOnFreshInputsAndPasses) {
+  auto r = judge(Play::kHonest);
+  EXPECT_EQ(r["outcome"], "ok") << r.dump(1);
+  EXPECT_GE(r["timing"]["samples_s"].size(), 10u);
+  EXPECT_GT(r["reference_seconds"].get<double>(), 0);
+  // Every call, warm-ups and the reference's included, had inputs no call had before.
+  EXPECT_EQ(r["judge_core"]["inputs_seen"].get<size_t>(),
+            r["timing"]["samples_s"].size() + 2 + r["reference_timing"]["samples_s"].size() + 2);
+}
+
+TEST_F(JudgeSessionGpu, AKeptOutputIsAResultCache) {
+  auto r = judge(Play::kKeptOutput);
+  EXPECT_EQ(r["outcome"], "rejected") << r.dump(1);
+  EXPECT_EQ(r["cheat"], "result_cache") << r["reason"];
+}
+
+TEST_F(JudgeSessionGpu, ARefreshThatRepeatsInputsTaintsTheSession) {
+  auto r = judge(Play::kStaleRefresh);
+  EXPECT_EQ(r["outcome"], "rejected");
+  EXPECT_EQ(r["cheat"], "harness_tamper");
+  EXPECT_NE(r["reason"].get<std::string>().find("repeat inputs"), std::string::npos) << r["reason"];
+}
+
+TEST_F(JudgeSessionGpu, AWrittenInputIsInputMutation) {
+  auto r = judge(Play::kWritesInput);
+  EXPECT_EQ(r["outcome"], "incorrect") << r.dump(1);
+  EXPECT_EQ(r["cheat"], "input_mutation");
+}
+
+TEST_F(JudgeSessionGpu, WorkLeftOnASideStreamIsSeenAfterTheEndEvent) {
+  auto r = judge(Play::kSideStream);
+  EXPECT_EQ(r["outcome"], "rejected") << r.dump(1);
+  EXPECT_EQ(r["cheat"], "side_stream");
+  EXPECT_NE(r["reason"].get<std::string>().find("after the end event"), std::string::npos) << r["reason"];
+}
+
+TEST_F(JudgeSessionGpu, PersistingL2IsRejected) {
+  auto r = judge(Play::kPersistingL2);
+  EXPECT_EQ(r["outcome"], "rejected") << r.dump(1);
+  EXPECT_EQ(r["cheat"], "persisting_l2");
+}
+
+TEST_F(JudgeSessionGpu, ACallbackThatReentersTheCoreTaintsIt) {
+  auto r = judge(Play::kReenters);
+  EXPECT_EQ(a_.reentered, "refused");
+  EXPECT_EQ(r["outcome"], "rejected");
+  EXPECT_EQ(r["cheat"], "harness_tamper");
+}
+
+TEST_F(JudgeSessionGpu, AReportOfOkWithoutTheCandidateTimedIsATamper) {
+  Session s(config_);
+  auto r = nlohmann::json::parse(*s.finish(R"({"outcome":"ok"})"));
+  EXPECT_EQ(r["outcome"], "rejected");
+  EXPECT_EQ(r["cheat"], "harness_tamper");
+}
+
+}  // namespace
+}  // namespace kp::judge
