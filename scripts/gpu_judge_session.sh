@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The judge core's GPU session (issue 41): its own tests, both workers' cheat and honest tables,
+# and the red-team rounds, on the GPU machine. Run from the repo root there, with the build made
+# here carried as gpu-carry/ (SLIM=1 BUILD=build bash scripts/pack_gpu_build.sh). Everything it
+# prints goes to OUT/session.log; OUT/results.tar.gz holds the logs of each step.
+#   STEPS   which steps, in order (default: core native python redteam)
+#   KP_ONLY comma-separated words: the Python tables run only the candidates whose path has one
+set -u
+OUT=${OUT:-gpu-results}
+mkdir -p "$OUT/logs"
+# The binaries were configured in /work/main: make that path this checkout.
+if [ "$(readlink -f /work/main 2>/dev/null)" != "$PWD" ]; then mkdir -p /work && ln -sfn "$PWD" /work/main; fi
+[ -e build ] || ln -sfn "$PWD/gpu-carry/build" build
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/kp-cache} PATH="$PATH:/usr/local/cuda/bin" PYTHONUNBUFFERED=1
+export KP_JUDGE_LIBRARY="$PWD/build/libkp_judge.so"
+STEPS=${STEPS:-"core native python redteam"}
+step() { echo; echo "== $* ($(date +%T))"; }
+pack() { tar czf "$OUT/results.tar.gz" -C "$OUT" logs 2>/dev/null; }
+run() {  # run NAME TIMEOUT_S COMMAND...: the step's output in logs/NAME.log and on stdout
+  local name=$1 limit=$2
+  shift 2
+  step "$name"
+  timeout "$limit" "$@" 2>&1 | tee "$OUT/logs/$name.log"
+  echo "exit ${PIPESTATUS[0]}"
+  nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader
+  pack
+}
+{
+  step machine
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv
+  python3 -c "import torch; print('torch', torch.__version__, torch.version.cuda)"
+  cat gpu-carry/COMMIT 2>/dev/null
+  for s in $STEPS; do
+    case $s in
+      core) run core 300 build/tests/kp_gpu_tests --gtest_filter='JudgeSession*' ;;
+      native) run native 600 build/tests/kp_gpu_tests \
+                --gtest_filter='CheatIsCaught*:HonestCandidatePasses*:AntiCheatRules*:RedTeam41*' ;;
+      python) run python 900 python3 python/tests/run_tests.py gpu ;;
+      redteam) run redteam 900 python3 python/tests/test_gpu_redteam41.py ;;
+      *) echo "unknown step $s" ;;
+    esac
+  done
+} 2>&1 | tee "$OUT/session.log"
+pack
