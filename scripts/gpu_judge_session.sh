@@ -32,10 +32,10 @@ run() {  # run NAME TIMEOUT_S COMMAND...: the step's output in logs/NAME.log and
   cat gpu-carry/COMMIT 2>/dev/null
   for s in $STEPS; do
     case $s in
-      core) run core 300 build/tests/kp_gpu_tests --gtest_filter='JudgeSession*' ;;
-      native) run native 600 build/tests/kp_gpu_tests \
+      core) run core 120 build/tests/kp_gpu_tests --gtest_filter='JudgeSession*' ;;
+      native) run native 200 build/tests/kp_gpu_tests \
                 --gtest_filter='CheatIsCaught*:HonestCandidatePasses*:AntiCheatRules*:RedTeam41*' ;;
-      python) run python 900 python3 python/tests/run_tests.py gpu ;;
+      python) run python 260 python3 python/tests/run_tests.py gpu ;;
       redteam) run redteam 900 python3 python/tests/test_gpu_redteam41.py ;;
       *) echo "unknown step $s" ;;
     esac

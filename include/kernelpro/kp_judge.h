@@ -91,13 +91,29 @@ KPJ_API kpj_session* kpj_open(const kpj_config* config, char* err, size_t err_le
 KPJ_API int kpj_time(kpj_session* s, int32_t role, kpj_refresh_fn refresh, kpj_call_fn call,
                      kpj_outputs_fn outputs, void* ctx);
 
+typedef struct kpj_energy_config {
+  double window_s;       /* seconds of back-to-back calls; <= 0: no energy ("disabled") */
+  double idle_window_s;  /* seconds of idle power measured when idle_watts < 0 */
+  double idle_watts;     /* this GPU's idle power if known (measured once per worker), else -1 */
+  double call_s;         /* the candidate's timed median: paces the checks and the window's tests */
+} kpj_energy_config;
+
+/* The candidate's energy: NVML's total-energy counter over window_s of back-to-back calls on
+ * input sets drawn fresh for the window. Calls drawn at random by the core have their outputs
+ * copied; after the window the reference runs on their sets and the copies must match it. The
+ * window must also look like work: its call rate and NVML's GPU utilization against the timed
+ * median. Returns as kpj_time; the result ("energy" in kpj_finish's report) says what was
+ * measured or why not. Once per session, after kpj_time of the candidate. */
+KPJ_API int kpj_energy(kpj_session* s, const kpj_energy_config* config, kpj_refresh_fn refresh, kpj_call_fn call,
+                       kpj_outputs_fn outputs, void* ctx);
+
 /* The session's verdict so far as JSON: {"candidate": TimingReport, "reference": TimingReport,
- * "stop": {"outcome","reason","cheat"} or null, "tainted": reason or ""}. Owned by the session,
+ * "energy": EnergyReport, "stop": {"outcome","reason","cheat"} or null, "tainted": reason or ""}. Owned by the session,
  * valid until the next call on it. */
 KPJ_API const char* kpj_result_json(kpj_session* s);
 
 /* The adapter's report (a WorkerReport JSON object) with the core's decisions written over it:
- * "timing", "reference_timing", "reference_seconds", "physics_floor_s"/"_basis", and, when the
+ * "timing", "reference_timing", "reference_seconds", "energy", "physics_floor_s"/"_basis", and, when the
  * core stopped the evaluation or the session is tainted, "outcome", "reason" and "cheat". Seals
  * the session: any later call taints nothing more and returns NULL. Owned by the session. */
 KPJ_API const char* kpj_finish(kpj_session* s, const char* report_json);

@@ -418,94 +418,6 @@ def library_symbols(paths):
     return names
 
 
-# Energy calls whose outputs are checked, at random among those the window will hold: enough
-# that a candidate cannot skip its work while its energy is measured, few enough that the checks'
-# own GPU work stays a small part of the measured joules.
-ENERGY_CHECKS = 3
-
-
-def measure_energy(dev, call, sets, t_call, options, check=None, rng=None):
-    """Joules per call over options["energy_window_s"] of back-to-back calls (NVML's total-energy
-    counter). With `check(call_index, set_index, outputs)`: ENERGY_CHECKS calls, drawn at random
-    by `rng`, have their outputs checked after their chunk's synchronization."""
-    e = {"measured": False, "unavailable_reason": "", "joules_per_call": 0.0, "dynamic_joules_per_call": 0.0,
-         "average_watts": 0.0, "idle_watts": 0.0, "window_s": 0.0, "calls": 0, "checked_calls": 0, "sm_clock_mhz": 0, "temperature_c": 0}
-    window = float(options["energy_window_s"])
-    if window <= 0:
-        e["unavailable_reason"] = "disabled (--no-energy)"
-        return e
-    if not dev.nvml.available:
-        e["unavailable_reason"] = dev.nvml.error or "NVML unavailable"
-        return e
-    nv = dev.nvml
-
-    def next_tick(frm):
-        t0 = _perf()
-        while _perf() - t0 < 0.5:
-            v = nv.total_energy_mj()
-            if v is None:
-                return None
-            if v != frm:
-                return v
-            time.sleep(0.001)
-        return frm
-
-    if dev.idle_watts is None:
-        _sync()
-        a = next_tick(nv.total_energy_mj())
-        t0 = _perf()
-        time.sleep(float(options["idle_window_s"]))
-        b = next_tick(nv.total_energy_mj())
-        dt = _perf() - t0
-        dev.idle_watts = (b - a) * 1e-3 / dt if (a is not None and b is not None and dt > 0) else 0.0
-    e["idle_watts"] = dev.idle_watts
-    chunk = max(1, int(0.02 / max(t_call, 1e-7)))
-    expected = max(1, int(window / max(t_call, 1e-7)))
-    rng = rng or random.Random(random.SystemRandom().getrandbits(63))
-    picks = set(rng.sample(range(expected), min(ENERGY_CHECKS, expected))) if check is not None else set()
-    e0 = next_tick(nv.total_energy_mj())
-    if e0 is None:
-        e["unavailable_reason"] = "NVML energy read failed"
-        return e
-    t0 = _perf()
-    calls = 0
-    last = e0
-    e1 = None
-    while True:
-        kept = []
-        for _ in range(chunk):
-            out = run_guarded(lambda: call(sets[calls % len(sets)]), "the candidate")
-            if calls in picks:
-                kept.append((calls, calls % len(sets), out))
-            del out
-            calls += 1
-        run_guarded(_sync, "the candidate")
-        for i, k, out in kept:
-            check(i, k, out)
-            e["checked_calls"] += 1
-        del kept
-        if _perf() - t0 < window:
-            continue
-        v = nv.total_energy_mj()
-        if v is None:
-            break
-        if v != last:
-            e1 = v
-            break
-        last = v
-        if _perf() - t0 > window + 1.0:
-            break
-    w = _perf() - t0
-    if e1 is None:
-        e["unavailable_reason"] = "the NVML energy counter did not advance"
-        return e
-    joules = (e1 - e0) * 1e-3
-    e.update(measured=True, calls=calls, window_s=w, joules_per_call=joules / calls, average_watts=joules / w,
-             dynamic_joules_per_call=max(0.0, joules - e["idle_watts"] * w) / calls,
-             sm_clock_mhz=nv.sm_clock_mhz(), temperature_c=nv.temperature_c())
-    return e
-
-
 class Evaluation:
     def __init__(self, dev, req):
         self.dev = dev
@@ -526,6 +438,7 @@ class Evaluation:
                        "phase_seconds": {}, "cheat": "", "physics_floor_s": 0.0, "physics_floor_basis": "",
                        "kernels": []}
         self.exiting = False
+        self.final_json = None  # the report as the judge core wrote it last, when a core was opened
 
     # -- phases -------------------------------------------------------------------------------
     def run(self):
@@ -577,32 +490,32 @@ class Evaluation:
             self.exiting = context_lost()
         finally:
             # Before the report leaves: a harness changed at any point (even after the last
-            # phase) makes the verdict a rejection, and the harness's own code is put back for
-            # the reply. Such a worker is not used again.
+            # phase) makes the verdict a rejection, and the harness's own code and hooks are put
+            # back for the reply. Such a worker is not used again.
             sealed = getattr(self, "_seal", None)
             found = sealed.check() if sealed is not None else None
             if found:
-                sealed.restore()
                 self.report.update(outcome="rejected", reason=found[1], cheat=found[0])
                 self.exiting = True
+            if sealed is not None:
+                sealed.restore()
             guard = getattr(self, "_guard", None)
             if guard is not None:
                 if guard.check():
                     self.exiting = True
                 guard.restore()
-            # The core's verdict on what it measured and checked, written over the report: its
-            # timings, its stop, and a rejection when its API was used out of order.
+            self.driver_reset()
             core = getattr(self, "_core", None)
+            self._core = None
+            self._cleanup()  # the candidate's objects go: nothing of it is left to run after this
+            # The last word is the core's: its timings, energy and stops written over the report,
+            # and a rejection when its API was used out of order. The reply is the core's text.
             if core is not None:
-                final = core.finish(self.report)
-                self.report.clear()
-                self.report.update(final)
+                self.final_json = core.finish(self.report)
                 core.close()
-                self._core = None
+                self.report = json.loads(self.final_json)
                 if self.report.get("cheat") in ("harness_tamper", "side_stream", "persisting_l2"):
                     self.exiting = True
-            self.driver_reset()
-            self._cleanup()
         return self.report, self.exiting
 
     def driver_reset(self):
@@ -613,8 +526,8 @@ class Evaluation:
 
     def _cleanup(self):
         for k in list(vars(self)):
-            if k.startswith("_m") or k in ("sets", "ref_outs", "_guard", "_problem", "_seal", "_problem_for_timing",
-                                           "_modes"):
+            if k.startswith("_m") or k in ("_guard", "_problem", "_seal", "_problem_for_timing", "_modes",
+                                           "_callbacks"):
                 setattr(self, k, None)
         import gc
 
@@ -644,28 +557,6 @@ class Evaluation:
         except Exception as e:
             raise problem_failure(e, "the problem's reference", reference_failed=True)
         return prob, init
-
-    def _timing_sets(self, prob, set_seeds, device, call_ref):
-        """Timing sets, each with its reference output, as many as fit in a quarter of free memory."""
-        free, _ = torch.cuda.mem_get_info()
-        sets, ref_outs = [], []
-        try:
-            for s in set_seeds:
-                try:
-                    xs = prob.inputs(s, device, self.dtype)
-                except Exception as e:
-                    raise problem_failure(e, "the problem's get_inputs()")
-                want = outputs_of(run_guarded(lambda: call_ref(xs), "the problem's reference"), "the reference")
-                run_guarded(_sync, "the problem's reference")
-                per_set = nbytes(xs) + 3 * nbytes(want)
-                sets.append(xs)
-                ref_outs.append(want)
-                if per_set * (len(sets) + 1) > free // 4:
-                    break
-        except Stop as st:
-            st.reference_failed = True
-            raise
-        return sets, ref_outs
 
     def _time_reference(self):
         """The reference timed by the judge core (fresh inputs every call, as the candidate's)."""
@@ -745,7 +636,11 @@ class Evaluation:
         self._threads_before_load = thread_count()
         processes.become_subreaper()  # the worker is one already; an evaluation run in-process (tests) too
         self._procs_before_load = set(processes.live_descendants())
-        self._seal = seal.Seal()  # after the harness's own set-up of loader's globals
+        # After the harness's own set-up of loader's globals; the data that decides verdicts is
+        # held to its contents too.
+        self._seal = seal.Seal(values={"compare.TOLERANCE": compare.TOLERANCE,
+                                       "eval_options.DEFAULTS": eval_options.DEFAULTS,
+                                       "the evaluation's options": self.options})
         try:
             cand = pb.Candidate(self.candidate_path, self.build_dir)
         except pb.CandidateLoadError as e:
@@ -832,23 +727,25 @@ class Evaluation:
         self._check_no_new_processes("the correctness trials")
         end("correctness")
 
-        # A fresh set for the traced call and the energy window's references (drawn now, after
-        # the candidate has run: nothing of it existed while the candidate's code could look).
-        _, set_seeds = self._seeds()
-        sets, ref_outs = self._timing_sets(prob, set_seeds, device, call_ref)
-        self.sets, self.ref_outs = sets, ref_outs
+        # A fresh set for the traced call (drawn now: it did not exist while the candidate's
+        # code could look).
+        try:
+            traced_inputs = prob.inputs(random.SystemRandom().randrange(2 ** 32 - 1), device, self.dtype)
+        except Exception as e:
+            raise problem_failure(e, "the problem's get_inputs()", reference_failed=True)
 
         # Escaped work and kernel attribution, from one traced call. Neither check may be skipped:
         # an exception of the candidate's call is its verdict (run_guarded, inside), and a trace
         # that fails otherwise (the profiler, perhaps disturbed by the candidate) ends the
         # evaluation without one, never with the two checks silently off.
         try:
-            traced = trace_call(call_new, sets[0], symbols)
+            traced = trace_call(call_new, traced_inputs, symbols)
         except Stop:
             raise
         except Exception as e:
             raise Stop("runtime_error", "the traced call could not be traced, so the escaped-work and kernel-attribution "
                                         f"checks could not run: {_describe_exception(e, 'the PyTorch profiler')}")
+        del traced_inputs
         self.report["kernels"] = traced["kernels"][:64]
         if traced["escaped"]:
             raise Stop("rejected", "work escaped the current stream (a side stream or a background thread): "
@@ -891,21 +788,18 @@ class Evaluation:
         if found:
             raise Stop("rejected", found[1], cheat=found[0])
 
-        def check(i, k, out):
-            got = outputs_of(out, "the candidate")
-            for j, (o, w) in enumerate(zip(got, ref_outs[k])):
-                c = compare.check_output(o, w)
-                if not c["passed"]:
-                    raise Stop("rejected", f"the output of energy call {i + 1} (input set {k + 1}) is wrong although the "
-                                           f"same inputs passed before: {c['reason']}; the call behaves differently "
-                                           "while its energy is measured", cheat="phase_dependent")
-
-        self.report["energy"] = energy = measure_energy(self.dev, call_new, sets, median, opts, check=check)
-        if energy.get("measured") and energy_rate_says_skipped(energy["window_s"], energy["calls"], median):
-            raise Stop("rejected", f"the energy window's {energy['calls']} back-to-back calls took "
-                                   f"{energy['window_s'] / energy['calls'] * 1e6:.1f} us each, far less than the "
-                                   f"{median * 1e6:.1f} us a timed call takes: the candidate skips work while its "
-                                   "energy is measured (kept outputs replayed)", cheat="phase_dependent")
+        # Energy, by the judge core: a window of back-to-back calls on sets drawn for it, a few
+        # of them checked against the reference afterwards, the window's rate and the GPU's
+        # utilization held to the timed median.
+        stopped = core_stop(self._core.energy(opts["energy_window_s"], opts["idle_window_s"], self.dev.idle_watts,
+                                              median, *self._callbacks))
+        self._callbacks = None
+        if stopped is not None:
+            raise stopped
+        energy = self._core.result().get("energy", {})
+        if energy.get("measured"):
+            self.dev.idle_watts = energy["idle_watts"]
+        self.report["energy"] = energy
         end("energy")
 
     def _time_candidate(self, prob, device, call_new, call_ref):
@@ -952,9 +846,8 @@ class Evaluation:
                 raise self._mode_stop(changed, "a timed call")
             return _contiguous(got)
 
+        self._callbacks = (refresh, call, outputs)  # the energy window's too
         stopped = core_stop(self._core.time(judge.CANDIDATE, refresh, call, outputs))
-        sets.clear()
-        last.clear()
         if stopped is not None:
             raise stopped
         timing = self._core.result()["candidate"]
@@ -1103,13 +996,6 @@ def mark_phase(name):
             f.write(name)
     except OSError:
         pass  # a phase left unnamed only makes a timeout's reason shorter
-
-
-def energy_rate_says_skipped(window_s, calls, timed_median_s):
-    """Whether the energy window's back-to-back calls ran so much faster than the timed median
-    that they cannot have done the same work: under a third of it, less 2 us (back-to-back calls
-    lose the flush and the launch gaps, honestly up to about 2x for an L2-resident call)."""
-    return calls > 0 and window_s / calls < timed_median_s / 3 - 2e-6
 
 
 def _fingerprint(outs):

@@ -55,6 +55,11 @@ CALL_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes
 OUTPUTS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(Tensors))
 
 
+class EnergyConfig(ctypes.Structure):
+    _fields_ = [("window_s", ctypes.c_double), ("idle_window_s", ctypes.c_double), ("idle_watts", ctypes.c_double),
+                ("call_s", ctypes.c_double)]
+
+
 def library_path():
     """Where libkp_judge.so is, or None."""
     env = os.environ.get(LIBRARY_ENV)
@@ -74,13 +79,13 @@ _LIB = None
 # The library's functions, module globals once loaded: the Seal (seal.py) holds every global of
 # this module to its identity, so a candidate that rebinds one (or the CDLL's attribute they came
 # from) changes nothing the harness calls, and is caught.
-_kpj_open = _kpj_time = _kpj_result_json = _kpj_finish = _kpj_close = None
+_kpj_open = _kpj_time = _kpj_energy = _kpj_result_json = _kpj_finish = _kpj_close = None
 
 
 def _load():
     """The library with its signatures set, loaded once (before any candidate code runs: the
     worker opens its first session then)."""
-    global _LIB, _kpj_open, _kpj_time, _kpj_result_json, _kpj_finish, _kpj_close
+    global _LIB, _kpj_open, _kpj_time, _kpj_energy, _kpj_result_json, _kpj_finish, _kpj_close
     if _LIB is None:
         path = library_path()
         if path is None:
@@ -91,13 +96,17 @@ def _load():
         lib.kpj_open.argtypes = [ctypes.POINTER(Config), ctypes.c_char_p, ctypes.c_size_t]
         lib.kpj_time.restype = ctypes.c_int
         lib.kpj_time.argtypes = [ctypes.c_void_p, ctypes.c_int32, REFRESH_FN, CALL_FN, OUTPUTS_FN, ctypes.c_void_p]
+        lib.kpj_energy.restype = ctypes.c_int
+        lib.kpj_energy.argtypes = [ctypes.c_void_p, ctypes.POINTER(EnergyConfig), REFRESH_FN, CALL_FN, OUTPUTS_FN,
+                                   ctypes.c_void_p]
         lib.kpj_result_json.restype = ctypes.c_char_p
         lib.kpj_result_json.argtypes = [ctypes.c_void_p]
         lib.kpj_finish.restype = ctypes.c_char_p
         lib.kpj_finish.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
         lib.kpj_close.restype = None
         lib.kpj_close.argtypes = [ctypes.c_void_p]
-        _kpj_open, _kpj_time, _kpj_result_json = lib.kpj_open, lib.kpj_time, lib.kpj_result_json
+        _kpj_open, _kpj_time, _kpj_energy = lib.kpj_open, lib.kpj_time, lib.kpj_energy
+        _kpj_result_json = lib.kpj_result_json
         _kpj_finish, _kpj_close = lib.kpj_finish, lib.kpj_close
         _LIB = lib
     return _LIB
@@ -171,6 +180,17 @@ class Core:
         may raise: the exception is kept and re-raised here once the core has returned (nothing
         crosses the C boundary). Returns the core's result dict when it stopped the evaluation
         itself ("stop" set), else None."""
+        return self._drive(lambda r, c, o: _kpj_time(self.handle, role, r, c, o, None), refresh, call, outputs)
+
+    def energy(self, window_s, idle_window_s, idle_watts, call_s, refresh, call, outputs):
+        """The candidate's energy window through the core (kpj_energy), with the callbacks of
+        time(). idle_watts None: the core measures it. Returns as time()."""
+        config = EnergyConfig(float(window_s), float(idle_window_s), -1.0 if idle_watts is None else float(idle_watts),
+                              float(call_s))
+        return self._drive(lambda r, c, o: _kpj_energy(self.handle, ctypes.byref(config), r, c, o, None),
+                           refresh, call, outputs)
+
+    def _drive(self, enter, refresh, call, outputs):
         failure = []
         keep = {}
 
@@ -204,7 +224,7 @@ class Core:
                 return CALLBACK_FAILED
 
         refresh_fn, call_fn, outputs_fn = REFRESH_FN(on_refresh), CALL_FN(on_call), OUTPUTS_FN(on_outputs)
-        rc = _kpj_time(self.handle, role, refresh_fn, call_fn, outputs_fn, None)
+        rc = enter(refresh_fn, call_fn, outputs_fn)
         keep.clear()
         if rc == CALLBACK_FAILED and failure:
             raise failure[0]
@@ -216,12 +236,14 @@ class Core:
         return json.loads(_kpj_result_json(self.handle).decode())
 
     def finish(self, report):
-        """The report with the core's verdict written over it (kpj_finish); the session is sealed."""
+        """The report with the core's verdict written over it (kpj_finish), as JSON text (an
+        immutable str: the reply is written from it as it is); the session is sealed."""
         raw = _kpj_finish(self.handle, json.dumps(report, default=str).encode())
         if raw is None:
-            return dict(report, outcome="rejected", cheat="harness_tamper",
-                        reason="the harness was tampered with: the judge core's verdict was asked for twice")
-        return json.loads(raw.decode())
+            return json.dumps(dict(report, outcome="rejected", cheat="harness_tamper",
+                                   reason="the harness was tampered with: the judge core's verdict was asked for "
+                                          "before the harness asked for it"))
+        return raw.decode()
 
     def close(self):
         if self.handle:

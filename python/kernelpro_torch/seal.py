@@ -9,17 +9,21 @@ A Seal records, before the candidate loads, the identity of every global of kern
 modules, of every attribute of their classes, of each function's code object and defaults, of
 the standard-library functions the harness calls, and of the modules in sys.modules under
 those names. `check()` names what changed; the evaluation runs it after the candidate loads,
-after each phase and before the reply. What it does not see: changes inside objects (a list or
-dict the harness holds, reached through gc), and native code that writes the interpreter's
-memory; a candidate doing either still faces the judge core (judge.py), whose samples, seeds and
+after each phase and before the reply. It also holds the contents of the data it is given (the
+options, the tolerance table) and the interpreter's hooks that run code inside the harness (gc
+callbacks, trace and profile functions). What it does not see: changes inside other objects (a
+list or dict the harness holds, reached through gc), and native code that writes the
+interpreter's memory; a candidate doing either still faces the judge core (judge.py), whose samples, seeds and
 decisions are not Python objects at all.
 """
 
 import bisect
+import gc
 import json
 import math
 import statistics
 import sys
+import threading
 import time
 import types
 
@@ -54,8 +58,22 @@ def _namespace(owner):
     return owner if isinstance(owner, dict) else vars(owner)
 
 
+def _hooks():
+    """The interpreter's hooks that run code inside the harness's own frames: gc's callbacks and
+    the trace and profile functions (this thread's and the ones new threads get)."""
+    return {"gc.callbacks": [id(c) for c in gc.callbacks], "sys.gettrace()": id(sys.gettrace()),
+            "sys.getprofile()": id(sys.getprofile()),
+            "threading trace": id(getattr(threading, "_trace_hook", None)),
+            "threading profile": id(getattr(threading, "_profile_hook", None))}
+
+
 class Seal:
-    def __init__(self):
+    def __init__(self, values=None):
+        """`values`: {name: a harness data object (a dict of options, a tolerance table)} whose
+        contents must not change while the candidate runs; kept as a copy of its repr."""
+        self.values = {name: (obj, repr(obj)) for name, obj in (values or {}).items()}
+        self.hooks = _hooks()
+        self.gc_callbacks = list(gc.callbacks)
         # (name, owner, attribute, the object kept alive, its fingerprint); owner is a module, a
         # class or sys.modules itself.
         self.entries = []
@@ -92,6 +110,10 @@ class Seal:
         """(cheat, reason) when the candidate rebound or rewrote part of the harness, else None."""
         changed = [name for name, owner, attr, _, fp in self.entries
                    if _fingerprint(_namespace(owner).get(attr)) != fp]
+        changed += [f"the contents of {name}" for name, (obj, text) in self.values.items() if repr(obj) != text]
+        now = _hooks()
+        changed += [f"{name} (a hook that runs code inside the harness)" for name in self.hooks
+                    if now[name] != self.hooks[name]]
         if not changed:
             return None
         return "harness_tamper", (f"the candidate changed kernelpro's own harness ({', '.join(changed[:4])}"
@@ -101,7 +123,17 @@ class Seal:
     def restore(self):
         """Puts back every rewritten function body and every rebound global and class attribute
         (the worker exits after such a candidate anyway; the reply and the cleanup must run on the
-        harness's own code)."""
+        harness's own code), and the interpreter's hooks as they were: no gc callback, trace or
+        profile function of the candidate's runs after this."""
+        gc.callbacks[:] = self.gc_callbacks
+        if self.hooks["sys.gettrace()"] == id(None):
+            sys.settrace(None)
+        if self.hooks["sys.getprofile()"] == id(None):
+            sys.setprofile(None)
+        if self.hooks["threading trace"] == id(None):
+            threading.settrace(None)
+        if self.hooks["threading profile"] == id(None):
+            threading.setprofile(None)
         for f, code, defaults, kwdefaults in self.bodies:
             try:
                 f.__code__, f.__defaults__, f.__kwdefaults__ = code, defaults, kwdefaults

@@ -148,9 +148,13 @@ class Channel:
             yield line
 
     def reply(self, obj):
+        self.reply_text(json.dumps(obj, default=_jsonable))
+
+    def reply_text(self, line):
+        """One reply line, already JSON (the judge core's report is written as it wrote it)."""
         sys.stdout.flush()
         sys.stderr.flush()
-        self.out.write(json.dumps(obj, default=_jsonable) + "\n")
+        self.out.write(line + "\n")
         self.out.flush()
 
 
@@ -281,8 +285,13 @@ def main(argv):
             # A Range Profiler session, prewarmed or left by a profile request, stays through the
             # evaluation, as in kp-worker: on the H200 a held session did not change timing
             # (1.3195 ms without one, 1.3202 ms with one, bench/results/h200-2026-12-03-warm).
-            report, exiting = evaluate.Evaluation(dev, req).run()
-            chan.reply(_sanitize({"ok": True, "id": rid, "report": report, "exiting": exiting}))
+            ev = evaluate.Evaluation(dev, req)
+            report, exiting = ev.run()
+            if ev.final_json is not None:  # the judge core's text, written as it is
+                chan.reply_text('{"ok": true, "id": %s, "report": %s, "exiting": %s}'
+                                % (json.dumps(rid), ev.final_json, "true" if exiting else "false"))
+            else:
+                chan.reply(_sanitize({"ok": True, "id": rid, "report": report, "exiting": exiting}))
         elif op == "profile":
             from . import profile
 

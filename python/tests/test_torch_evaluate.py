@@ -1,8 +1,7 @@
 """Pieces of evaluate.py that run on the CPU: kernel attribution, compulsory traffic, seeds,
-out-of-memory blame and the energy window's checks (on a fake clock). The timed calls and their
-checks are the judge core's (src/judge/), tested on the GPU."""
+out-of-memory blame. The timed calls, the energy window and their checks are the judge core's
+(src/judge/), tested on the GPU."""
 
-import contextlib
 import os
 import shutil
 import subprocess
@@ -93,118 +92,5 @@ class OutOfMemoryTest(unittest.TestCase):
         self.assertTrue(st.reference_failed)
 
 
-class FakeClock:
-    """Stands in for CUDA events, the device synchronization and perf_counter: every call,
-    flush and check advances one clock by what the test says it costs."""
-
-    def __init__(self):
-        self.now = 0.0
-        self.stream = "stream 0"  # the current stream; a call may change it
-        self.recorded_on = []
-
-    def patched(self):
-        """The fakes in place for a `with` block."""
-        clock = self
-
-        class Event:
-            def __init__(self, enable_timing=False):
-                self.t = None
-
-        def record(ev, stream=None):
-            ev.t = clock.now
-            clock.recorded_on.append(stream)
-
-        def set_stream(stream):
-            clock.stream = stream
-
-        patches = [mock.patch.object(evaluate, "_Event", Event), mock.patch.object(evaluate, "_record", record),
-                mock.patch.object(evaluate, "_current_stream", lambda: clock.stream),
-                mock.patch.object(evaluate.torch.cuda, "set_stream", set_stream),
-                mock.patch.object(evaluate, "_elapsed", lambda s, e: (e.t - s.t) * 1e3),
-                mock.patch.object(evaluate, "_sync", lambda: None),
-                mock.patch.object(evaluate, "_perf", lambda: clock.now)]
-        stack = contextlib.ExitStack()
-        for p in patches:
-            stack.enter_context(p)
-        return stack
-
-
-class FakeDevice:
-    def __init__(self, clock, flush_s):
-        self.clock, self.flush_s = clock, flush_s
-        self.flush = torch.empty(1 << 10, dtype=torch.uint8)
-
-    def prepare_timed_call(self):
-        self.clock.now += self.flush_s
-
-
-class FakeNvml:
-    """An energy counter that advances 1 mJ on every read: the window always closes."""
-
-    available = True
-    error = ""
-
-    def __init__(self):
-        self.mj = 0
-
-    def total_energy_mj(self):
-        self.mj += 1
-        return self.mj
-
-    def sm_clock_mhz(self):
-        return 1980
-
-    def temperature_c(self):
-        return 40
-
-
-class EnergyChecksTest(unittest.TestCase):
-    """The calls whose energy is measured are checked too: a few, drawn at random, so a
-    candidate that skips its work while the energy is measured is caught."""
-
-    def measure(self, call, check):
-        clock = FakeClock()
-        dev = FakeDevice(clock, 0.0)
-        dev.nvml, dev.idle_watts = FakeNvml(), 0.0
-
-        def timed(xs):
-            clock.now += 1e-3
-            return call(xs)
-
-        with clock.patched():
-            opts = eval_options.options_with_defaults({"energy_window_s": 0.1})
-            return evaluate.measure_energy(dev, timed, ["set0", "set1"], 1e-3, opts, check=check,
-                                           rng=__import__("random").Random(5))
-
-    def test_three_calls_are_checked_at_indices_no_one_can_predict(self):
-        checked = []
-        e = self.measure(lambda xs: torch.zeros(1), lambda i, k, out: checked.append((i, k)))
-        self.assertTrue(e["measured"])
-        self.assertEqual(len(checked), evaluate.ENERGY_CHECKS)
-        self.assertTrue(all(k == i % 2 for i, k in checked), checked)
-        self.assertEqual(len({i for i, _ in checked}), evaluate.ENERGY_CHECKS)
-
-    def test_a_call_that_skips_its_work_is_stopped(self):
-        def check(i, k, out):
-            if out is None:
-                raise evaluate.Stop("rejected", f"energy call {i + 1} did nothing", cheat="batched_calls")
-
-        calls = []
-
-        def lazy(xs):  # does the work on the first 20 calls only, as if it knew when energy starts
-            calls.append(1)
-            return torch.zeros(1) if len(calls) <= 20 else None
-
-        with self.assertRaises(evaluate.Stop) as caught:
-            self.measure(lazy, check)
-        self.assertEqual(caught.exception.cheat, "batched_calls")
-
-
-class EnergyRateTest(unittest.TestCase):
-    def test_calls_far_faster_than_timed_ones_skipped_their_work(self):
-        # 1000 calls in 5 ms against a 20 us timed call: 5 us each, kept outputs replayed.
-        self.assertTrue(evaluate.energy_rate_says_skipped(0.005, 1000, 20e-6))
-        # Back to back without the flush an L2-resident call may run twice as fast: no skipping.
-        self.assertFalse(evaluate.energy_rate_says_skipped(0.010, 1000, 20e-6))
-        self.assertFalse(evaluate.energy_rate_says_skipped(0.5, 0, 20e-6))
-
+if __name__ == "__main__":
+    unittest.main()

@@ -34,10 +34,10 @@ class SealTest(unittest.TestCase):
                            lambda: setattr(compare, "check_output", original), "kernelpro_torch.compare.check_output")
 
     def test_a_rewritten_function_body_is_caught(self):
-        original = evaluate.energy_rate_says_skipped.__code__
-        self.assert_caught(lambda: setattr(evaluate.energy_rate_says_skipped, "__code__", (lambda *a: False).__code__),
-                           lambda: setattr(evaluate.energy_rate_says_skipped, "__code__", original),
-                           "kernelpro_torch.evaluate.energy_rate_says_skipped")
+        original = evaluate.core_stop.__code__
+        self.assert_caught(lambda: setattr(evaluate.core_stop, "__code__", (lambda *a: None).__code__),
+                           lambda: setattr(evaluate.core_stop, "__code__", original),
+                           "kernelpro_torch.evaluate.core_stop")
 
     def test_a_replaced_method_of_a_harness_class_is_caught(self):
         original = evaluate.Device.prepare_timed_call

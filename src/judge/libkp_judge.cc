@@ -44,6 +44,12 @@ int kpj_time(kpj_session* s, int32_t role, kpj_refresh_fn refresh, kpj_call_fn c
   return s->session->time(role, {refresh, call, outputs, ctx});
 }
 
+int kpj_energy(kpj_session* s, const kpj_energy_config* config, kpj_refresh_fn refresh, kpj_call_fn call,
+               kpj_outputs_fn outputs, void* ctx) {
+  if (!s || !config || !refresh || !call || !outputs) return 2;
+  return s->session->energy(*config, {refresh, call, outputs, ctx});
+}
+
 const char* kpj_result_json(kpj_session* s) {
   if (!s) return nullptr;
   s->last = s->session->result_json();

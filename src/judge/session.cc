@@ -5,10 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "judge/device_ops.h"
+#include "judge/nvml_energy.h"
 #include "task/dtype.h"
 #include "verdict/statistics.h"
 #include "verdict/timing_rule.h"
@@ -67,6 +70,35 @@ bool overlaps(const kpj_tensor& a, const kpj_tensor& b) {
   auto lo_a = reinterpret_cast<uintptr_t>(a.data), lo_b = reinterpret_cast<uintptr_t>(b.data);
   size_t na = nbytes(a), nb = nbytes(b);
   return na && nb && lo_a < lo_b + nb && lo_b < lo_a + na;
+}
+
+// NVML, opened once per process (nvmlInit costs tens of milliseconds): null with the reason when
+// it is unavailable.
+Nvml* process_nvml(std::string* why) {
+  static std::unique_ptr<Nvml> nvml;
+  static std::string error;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    char bus[32] = {};
+    int device = 0;
+    cudaGetDevice(&device);
+    if (cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess) {
+      cudaGetLastError();
+      error = "the device's PCI bus id is unknown";
+    } else if (auto n = Nvml::open(bus); n.ok()) {
+      nvml = std::move(*n);
+    } else {
+      error = n.error().message;
+    }
+  }
+  if (!nvml && why) *why = error;
+  return nvml.get();
+}
+
+uint64_t epoch_us() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
 }  // namespace
@@ -382,10 +414,255 @@ void Session::physics_floor(double) {
                                      static_cast<double>(b), config_.dram_bytes_per_s, config_.physics_margin);
 }
 
+int Session::energy(const kpj_energy_config& config, const Callbacks& cb) {
+  if (in_callback_) {
+    taint("the judge core's energy window was started from inside one of its own callbacks (the candidate's code)");
+    return 2;
+  }
+  if (finished_ || energy_done_) {
+    taint("the judge core's energy window was started twice or after its verdict");
+    return 2;
+  }
+  energy_done_ = true;
+  if (stop_) return 2;
+  if (!timed_[KPJ_CANDIDATE]) return stop("runtime_error", "kpj_energy before the candidate was timed");
+  energy_ = eval::EnergyReport{};
+  return energy_inner(config, cb);
+}
+
+int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) {
+  eval::EnergyReport& e = *energy_;
+  if (config.window_s <= 0) {
+    e.unavailable_reason = "disabled (--no-energy)";
+    return 0;
+  }
+  std::string why;
+  Nvml* nvml = process_nvml(&why);
+  if (!nvml) {
+    e.unavailable_reason = why.empty() ? "NVML unavailable" : why;
+    return 0;
+  }
+  auto read = [&]() -> std::optional<uint64_t> {
+    auto r = nvml->total_energy_mj();
+    return r.ok() ? std::optional<uint64_t>(*r) : std::nullopt;
+  };
+  // The counter updates about every 100 ms: waits for its next change.
+  auto next_tick = [&](uint64_t from) -> std::optional<uint64_t> {
+    const auto t0 = Clock::now();
+    while (seconds_between(t0, Clock::now()) < 0.5) {
+      auto v = read();
+      if (!v || *v != from) return v;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return from;
+  };
+  if (cudaError_t err = cudaDeviceSynchronize(); err != cudaSuccess) return harness_failure(err, "before the energy window");
+  auto first = read();
+  if (!first) {
+    e.unavailable_reason = "NVML energy read failed";
+    return 0;
+  }
+  e.idle_watts = config.idle_watts;
+  if (config.idle_watts < 0) {
+    auto a = next_tick(*first);
+    const auto t0 = Clock::now();
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::max(config.idle_window_s, 0.1)));
+    auto b = next_tick(read().value_or(a.value_or(0)));
+    const double dt = seconds_between(t0, Clock::now());
+    e.idle_watts = (a && b && dt > 0) ? static_cast<double>(*b - *a) * 1e-3 / dt : 0.0;
+  }
+  // Sets drawn fresh for the window, and one call first (unmeasured) for the outputs' sizes.
+  for (int k = 0; k < config_.sets; ++k)
+    if (int rc = refresh_set(k, cb, "the energy window's inputs")) return rc;
+  in_callback_ = true;
+  int rc = cb.call(cb.ctx, KPJ_CANDIDATE, 0);
+  kpj_tensors first_outs{};
+  if (rc == KPJ_CALL_OK) rc = cb.outputs(cb.ctx, KPJ_CANDIDATE, &first_outs);
+  in_callback_ = false;
+  if (rc != KPJ_CALL_OK) return KPJ_CALLBACK_FAILED;
+  if (!valid(first_outs)) return stop("runtime_error", "the adapter described the outputs badly");
+  size_t out_bytes = 0;
+  for (int j = 0; j < first_outs.count; ++j) out_bytes += nbytes(first_outs.t[j]);
+  // Copies of the checked calls' outputs, taken in stream order right after each: kEnergyChecks
+  // of them while they fit in an eighth of free memory.
+  size_t free_bytes = 0, total_bytes = 0;
+  cudaMemGetInfo(&free_bytes, &total_bytes);
+  int checks = eval::kEnergyChecks;
+  while (checks > 0 && out_bytes * static_cast<size_t>(checks) > free_bytes / 8) --checks;
+  std::vector<void*> copies(static_cast<size_t>(checks), nullptr);
+  struct Pick {
+    int64_t call = 0;
+    int set = 0;
+    kpj_tensors outs{};  // dtype and shape of the call's outputs; data: the copy
+  };
+  std::vector<Pick> picks;
+  auto release = [&]() {
+    for (void* p : copies)
+      if (p) cudaFree(p);
+  };
+  for (auto& p : copies)
+    if (cudaMalloc(&p, std::max<size_t>(out_bytes, 16)) != cudaSuccess) {
+      cudaGetLastError();
+      p = nullptr;
+    }
+  const double call_s = std::max(config.call_s, 1e-7);
+  const int64_t chunk = eval::energy_chunk_calls(call_s);
+  const int64_t expected = std::max<int64_t>(1, static_cast<int64_t>(config.window_s / call_s));
+  std::set<int64_t> drawn;
+  while (static_cast<int>(drawn.size()) < checks && static_cast<int64_t>(drawn.size()) < expected)
+    drawn.insert(static_cast<int64_t>(os_random() % static_cast<uint64_t>(expected)));
+  auto e0 = next_tick(read().value_or(*first));
+  if (!e0) {
+    release();
+    e.unavailable_reason = "NVML energy read failed";
+    return 0;
+  }
+  const uint64_t u0 = epoch_us();
+  const auto t0 = Clock::now();
+  int64_t calls = 0;
+  uint64_t last = *e0;
+  std::optional<uint64_t> e1;
+  for (;;) {
+    for (int64_t c = 0; c < chunk; ++c) {
+      const int k = static_cast<int>(calls % config_.sets);
+      in_callback_ = true;
+      rc = cb.call(cb.ctx, KPJ_CANDIDATE, k);
+      in_callback_ = false;
+      if (rc != KPJ_CALL_OK) {
+        release();
+        return KPJ_CALLBACK_FAILED;
+      }
+      if (drawn.count(calls) && picks.size() < copies.size() && copies[picks.size()]) {
+        Pick p{calls, k, {}};
+        in_callback_ = true;
+        rc = cb.outputs(cb.ctx, KPJ_CANDIDATE, &p.outs);
+        in_callback_ = false;
+        if (rc != KPJ_CALL_OK) {
+          release();
+          return KPJ_CALLBACK_FAILED;
+        }
+        auto* dst = static_cast<unsigned char*>(copies[picks.size()]);
+        size_t at = 0;
+        for (int j = 0; valid(p.outs) && j < p.outs.count; ++j) {
+          const size_t b = nbytes(p.outs.t[j]);
+          if (at + b > out_bytes) break;  // a call returned more than the first: checked as wrong below
+          cudaMemcpyAsync(dst + at, p.outs.t[j].data, b, cudaMemcpyDeviceToDevice, stream_);
+          p.outs.t[j].data = dst + at;
+          at += b;
+        }
+        picks.push_back(p);
+      }
+      ++calls;
+    }
+    if (cudaError_t err = cudaDeviceSynchronize(); err != cudaSuccess) {
+      release();
+      return harness_failure(err, "the candidate's energy calls");
+    }
+    const double elapsed = seconds_between(t0, Clock::now());
+    if (elapsed < config.window_s) continue;
+    auto v = read();
+    if (!v) break;
+    if (*v != last) {
+      e1 = v;
+      break;
+    }
+    last = *v;
+    if (elapsed > config.window_s + 1.0) break;
+  }
+  const double window = seconds_between(t0, Clock::now());
+  const double utilization = nvml->utilization_since(u0);
+  e.sm_clock_mhz = nvml->sm_clock_mhz();
+  e.temperature_c = nvml->temperature_c();
+  // After the window: the inputs as they were, and each checked call's output against the
+  // reference on its set (which did not exist while the candidate ran).
+  for (int k = 0; k < config_.sets; ++k) {
+    auto now = fingerprint(inputs_[k]);
+    if (!now || *now != input_print_[k]) {
+      release();
+      return stop("incorrect", "the energy window's calls wrote to their inputs; inputs are read-only", "input_mutation");
+    }
+  }
+  for (const Pick& p : picks) {
+    kpj_tensors want{};
+    in_callback_ = true;
+    rc = cb.call(cb.ctx, KPJ_REFERENCE, p.set);
+    if (rc == KPJ_CALL_OK) rc = cb.outputs(cb.ctx, KPJ_REFERENCE, &want);
+    in_callback_ = false;
+    if (rc != KPJ_CALL_OK) {
+      release();
+      return KPJ_CALLBACK_FAILED;
+    }
+    cudaDeviceSynchronize();
+    bool right = valid(want) && valid(p.outs) && want.count == p.outs.count;
+    std::string what = right ? "" : "it returned other outputs than the reference";
+    for (int j = 0; right && j < want.count; ++j) {
+      const kpj_tensor& o = p.outs.t[j];
+      const kpj_tensor& w = want.t[j];
+      if (o.dtype != w.dtype || shape_of(o) != shape_of(w)) {
+        right = false;
+        what = "an output of another shape or dtype";
+        break;
+      }
+      const auto dtype = static_cast<task::DType>(o.dtype);
+      const task::Tolerance tol{config_.tolerance[o.dtype][0], config_.tolerance[o.dtype][1],
+                                config_.tolerance[o.dtype][2]};
+      eval::OutputTally tally;
+      if (cudaError_t err = device_tally(o.data, w.data, dtype, numel(o), tol, compare_, stream_, &tally);
+          err != cudaSuccess) {
+        release();
+        return harness_failure(err, "comparing an energy call's output");
+      }
+      eval::OutputCheck c = eval::conclude_check(tally, dtype, tol, shape_of(o));
+      if (!c.passed) {
+        right = false;
+        what = c.reason;
+      }
+    }
+    if (!right) {
+      release();
+      return stop("rejected",
+                  fmt::format("energy call {} (input set {}), one of the window's calls checked at random, returned a "
+                              "wrong output: {}; the candidate behaves differently while its energy is measured",
+                              p.call + 1, p.set + 1, what),
+                  "phase_dependent");
+    }
+    ++e.checked_calls;
+  }
+  release();
+  if (eval::energy_rate_says_skipped(window, calls, call_s))
+    return stop("rejected",
+                fmt::format("the energy window's {} back-to-back calls took {:.1f} us each, far less than the {:.1f} us "
+                            "of a timed call: the candidate skips work while its energy is measured",
+                            calls, window / static_cast<double>(std::max<int64_t>(calls, 1)) * 1e6, call_s * 1e6),
+                "phase_dependent");
+  if (eval::energy_gpu_idle(window, calls, call_s, utilization))
+    return stop("rejected",
+                fmt::format("in the energy window the GPU ran kernels {:.0f}% of the time, where {} calls of the timed "
+                            "{:.1f} us would keep it busy {:.0f}%: the calls did not do the timed work (kept outputs "
+                            "replayed, or work skipped) while their energy was measured",
+                            utilization, calls, call_s * 1e6,
+                            std::min(1.0, static_cast<double>(calls) * call_s / window) * 100),
+                "phase_dependent");
+  if (!e1) {
+    e.unavailable_reason = "the NVML energy counter did not advance";
+    return 0;
+  }
+  const double joules = static_cast<double>(*e1 - *e0) * 1e-3;
+  e.measured = true;
+  e.calls = calls;
+  e.window_s = window;
+  e.joules_per_call = joules / static_cast<double>(calls);
+  e.average_watts = joules / window;
+  e.dynamic_joules_per_call = std::max(0.0, joules - e.idle_watts * window) / static_cast<double>(calls);
+  gpu_utilization_pct_ = utilization;
+  return 0;
+}
+
 std::string Session::result_json() const {
   nlohmann::json j;
   if (timed_[0]) j["candidate"] = eval::to_json(timing_[0]);
   if (timed_[1]) j["reference"] = eval::to_json(timing_[1]);
+  if (energy_) j["energy"] = eval::to_json(*energy_);
   j["stop"] = stop_ ? nlohmann::json{{"outcome", stop_->outcome}, {"reason", stop_->reason}, {"cheat", stop_->cheat}}
                     : nlohmann::json(nullptr);
   j["tainted"] = tainted_;
@@ -410,7 +687,10 @@ std::optional<std::string> Session::finish(const std::string& report_json) {
     r["physics_floor_s"] = physics_floor_s_;
     r["physics_floor_basis"] = physics_floor_basis_;
   }
-  r["judge_core"] = {{"tail_median_s", tail_median_s_}, {"inputs_seen", seen_inputs_.size()}};
+  if (energy_) r["energy"] = eval::to_json(*energy_);
+  r["judge_core"] = {{"tail_median_s", tail_median_s_},
+                     {"inputs_seen", seen_inputs_.size()},
+                     {"energy_gpu_utilization_pct", gpu_utilization_pct_}};
   const std::string outcome = r.value("outcome", std::string());
   if (stop_ && (outcome == "ok" || outcome.empty() || outcome == stop_->outcome)) {
     r["outcome"] = stop_->outcome;

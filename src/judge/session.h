@@ -17,6 +17,9 @@
 //  - the L2 flush and persisting-L2 reset before every timed call, the event pair around it, the
 //    wall time, and the tail from the end event to an idle device (work left running elsewhere);
 //  - the samples, the sampling rule (verdict/timing_rule.h), the median, the physics floor;
+//  - the energy window: which of its calls are checked (drawn from the OS), copies of those
+//    outputs, the reference run on their sets after the window, and the window's own tests of
+//    work (its call rate, NVML's utilization against the timed median);
 //  - the order of the API's calls: a second timing of one role, a call from inside a callback or
 //    after the verdict taints the session, and a tainted session's verdict is a rejection.
 // Thread-compatible: one session is driven by one thread.
@@ -67,6 +70,9 @@ class Session {
   // kpj_time: 0 timed, KPJ_CALLBACK_FAILED, or 2 when the core stopped the evaluation.
   int time(int role, const Callbacks& cb);
 
+  // kpj_energy: 0 measured (or unavailable, said in the report), KPJ_CALLBACK_FAILED, or 2.
+  int energy(const kpj_energy_config& config, const Callbacks& cb);
+
   // kpj_result_json and kpj_finish.
   std::string result_json() const;
   std::optional<std::string> finish(const std::string& report_json);
@@ -88,6 +94,7 @@ class Session {
   int stop(std::string outcome, std::string reason, std::string cheat = {});
   int harness_failure(cudaError_t e, const char* what);
   void physics_floor(double median_s);  // fills physics_floor_s_ and its basis
+  int energy_inner(const kpj_energy_config& config, const Callbacks& cb);
 
   kpj_config config_;
   std::string error_;
@@ -101,6 +108,8 @@ class Session {
   bool in_callback_ = false;
   bool finished_ = false;
   bool timed_[2] = {false, false};
+  bool energy_done_ = false;
+  std::optional<eval::EnergyReport> energy_;
   std::string tainted_;
   std::optional<CoreStop> stop_;
   eval::TimingReport timing_[2];
@@ -113,6 +122,7 @@ class Session {
   std::vector<void*> returned_;         // every output buffer the candidate has handed back
   size_t last_output_bytes_ = 0;        // bytes of the candidate's outputs, for the physics floor
   double tail_median_s_ = 0;            // end event to idle device, median over the timed calls
+  double gpu_utilization_pct_ = -1;     // NVML's over the energy window, -1 when unknown
 };
 
 }  // namespace kp::judge

@@ -227,21 +227,22 @@ json to_json(const WorkerReport& r) {
   j["kernels"] = r.kernels;
   if (r.timing) j["timing"] = to_json(*r.timing);
   if (r.reference_timing) j["reference_timing"] = to_json(*r.reference_timing);
-  if (r.energy) {
-    const auto& e = *r.energy;
-    j["energy"] = {{"measured", e.measured},
-                   {"unavailable_reason", e.unavailable_reason},
-                   {"joules_per_call", e.joules_per_call},
-                   {"dynamic_joules_per_call", e.dynamic_joules_per_call},
-                   {"average_watts", e.average_watts},
-                   {"idle_watts", e.idle_watts},
-                   {"window_s", e.window_s},
-                   {"calls", e.calls},
-                   {"checked_calls", e.checked_calls},
-                   {"sm_clock_mhz", e.sm_clock_mhz},
-                   {"temperature_c", e.temperature_c}};
-  }
+  if (r.energy) j["energy"] = to_json(*r.energy);
   return j;
+}
+
+json to_json(const EnergyReport& e) {
+  return {{"measured", e.measured},
+          {"unavailable_reason", e.unavailable_reason},
+          {"joules_per_call", e.joules_per_call},
+          {"dynamic_joules_per_call", e.dynamic_joules_per_call},
+          {"average_watts", e.average_watts},
+          {"idle_watts", e.idle_watts},
+          {"window_s", e.window_s},
+          {"calls", e.calls},
+          {"checked_calls", e.checked_calls},
+          {"sm_clock_mhz", e.sm_clock_mhz},
+          {"temperature_c", e.temperature_c}};
 }
 
 Result<WorkerReport> worker_report_from_json(const json& j) {

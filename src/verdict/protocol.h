@@ -107,6 +107,7 @@ struct EnergyReport {
   unsigned sm_clock_mhz = 0;       // read at the end of the window
   unsigned temperature_c = 0;
 };
+nlohmann::json to_json(const EnergyReport& e);
 
 // What a worker found for one evaluation.
 struct WorkerReport {

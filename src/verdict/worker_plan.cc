@@ -34,6 +34,16 @@ int64_t energy_chunk_calls(double t_call_s) {
   return std::max<int64_t>(1, static_cast<int64_t>(0.02 / std::max(t_call_s, 1e-7)));
 }
 
+bool energy_rate_says_skipped(double window_s, int64_t calls, double call_s) {
+  return calls > 0 && window_s / static_cast<double>(calls) < call_s / 3 - 2e-6;
+}
+
+bool energy_gpu_idle(double window_s, int64_t calls, double call_s, double utilization_pct) {
+  if (utilization_pct < 0 || window_s <= 0 || calls <= 0) return false;
+  const double busy = std::min(1.0, static_cast<double>(calls) * call_s / window_s);
+  return busy >= 0.2 && utilization_pct / 100 < 0.25 * busy;
+}
+
 uint64_t l2_flush_bytes(int64_t l2_bytes) {
   return std::max<uint64_t>(static_cast<uint64_t>(std::max<int64_t>(l2_bytes, 0)) * 4, uint64_t{256} << 20);
 }

@@ -67,6 +67,20 @@ inline constexpr int kEnergyChecks = 3;
 // work, at least one.
 int64_t energy_chunk_calls(double t_call_s);
 
+// Whether the energy window's calls cannot have done the timed calls' work, judged from the
+// window itself (so it holds whatever the candidate can tell apart about the window):
+//  - by rate: `calls` back-to-back calls in `window_s` ran under a third of the timed median
+//    `call_s`, less 2 us each (back to back, without the flush and the syncs, an L2-resident call
+//    honestly gains up to about 2x);
+//  - by the GPU's own account: NVML's utilization over the window (`utilization_pct`, -1 when
+//    unknown) is under a quarter of what the calls would keep the GPU busy for at the timed
+//    median (calls x call_s / window_s, at most 1), where that is at least 20%. A candidate
+//    that replays kept outputs and spins on the host to keep its call rate leaves the GPU idle.
+// Example: 25,000 calls of a 20 us call in 0.5 s expect the GPU busy all the time; a replay
+// shows about 0% and is caught; an honest call shows 60-100%.
+bool energy_rate_says_skipped(double window_s, int64_t calls, double call_s);
+bool energy_gpu_idle(double window_s, int64_t calls, double call_s, double utilization_pct);
+
 // Bytes of the buffer read to evict L2 before a timed call: four times the L2, at least 256 MiB.
 uint64_t l2_flush_bytes(int64_t l2_bytes);
 

@@ -83,5 +83,19 @@ TEST(WorkerPlan, WorkLeftRunningPastTheEndEventIsSeenByTheTail) {
   EXPECT_TRUE(tail_says_work_escaped(400e-6, 10e-3));
 }
 
+TEST(WorkerPlan, AnEnergyWindowThatDidNotWorkIsSeenByItsRateOrByTheGpu) {
+  // 1000 calls in 3 ms against a 20 us timed call: 3 us each, no work.
+  EXPECT_TRUE(energy_rate_says_skipped(0.003, 1000, 20e-6));
+  // Back to back without the flush an L2-resident call may run twice as fast: no skipping.
+  EXPECT_FALSE(energy_rate_says_skipped(0.010, 1000, 20e-6));
+  EXPECT_FALSE(energy_rate_says_skipped(0.5, 0, 20e-6));
+  // Kept outputs replayed at the timed rate (a host spin per call): the GPU idles.
+  EXPECT_TRUE(energy_gpu_idle(0.5, 25000, 20e-6, 1));
+  EXPECT_FALSE(energy_gpu_idle(0.5, 25000, 20e-6, 70));
+  // Calls that keep the GPU busy a tenth of the time say nothing; nor does an unknown utilization.
+  EXPECT_FALSE(energy_gpu_idle(0.5, 2500, 20e-6, 0));
+  EXPECT_FALSE(energy_gpu_idle(0.5, 25000, 20e-6, -1));
+}
+
 }  // namespace
 }  // namespace kp::eval

@@ -9,9 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "verdict/protocol.h"
-#include "worker/nvml_energy.h"
+#include "judge/nvml_energy.h"
 
 namespace kp::worker {
+
+using judge::Nvml;
 
 nlohmann::json calibrate_reply(const nlohmann::json& request, const eval::DeviceInfo& device) {
   nlohmann::json reply = {{"id", request.value("id", 0)}};

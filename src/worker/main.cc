@@ -25,7 +25,7 @@
 #include "worker/calibrate.h"
 #include "judge/device_ops.h"
 #include "worker/native_evaluator.h"
-#include "worker/nvml_energy.h"
+#include "judge/nvml_energy.h"
 #include "worker/orphan_watch.h"
 #include "worker/profile_hooks.h"
 
@@ -169,7 +169,7 @@ struct Worker {
       return;
     }
     device = *d;
-    auto nvml = kp::worker::Nvml::open(device.pci_bus_id);
+    auto nvml = kp::judge::Nvml::open(device.pci_bus_id);
     if (nvml.ok()) {
       device.nvml = true;
     } else {

@@ -11,9 +11,11 @@
 #include "task/task.h"
 #include "verdict/eval_options.h"
 #include "verdict/protocol.h"
-#include "worker/nvml_energy.h"
+#include "judge/nvml_energy.h"
 
 namespace kp::worker {
+
+using judge::Nvml;
 
 class NativeEvaluator {
  public:

@@ -1,10 +1,12 @@
-#include "worker/nvml_energy.h"
+#include "judge/nvml_energy.h"
 
 #include <dlfcn.h>
 
+#include <vector>
+
 #include <fmt/format.h>
 
-namespace kp::worker {
+namespace kp::judge {
 
 namespace {
 using nvmlReturn_t = int;
@@ -21,7 +23,18 @@ struct Nvml::Impl {
   nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long*) = nullptr;
   nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned*) = nullptr;
   nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned*) = nullptr;
+  // nvmlDeviceGetSamples(device, type, lastSeenTimeStamp, *valueType, *count, samples)
+  nvmlReturn_t (*samples)(nvmlDevice_t, int, unsigned long long, int*, unsigned*, void*) = nullptr;
 };
+
+namespace {
+// nvmlSample_t: an unsigned long long time stamp and an 8-byte nvmlValue_t.
+struct NvmlSample {
+  unsigned long long time_stamp;
+  unsigned long long value;
+};
+constexpr int kGpuUtilizationSamples = 1;  // NVML_GPU_UTILIZATION_SAMPLES
+}  // namespace
 
 Result<std::unique_ptr<Nvml>> Nvml::open(const std::string& pci_bus_id) {
   auto unavailable = [](std::string why) { return make_error(ErrorCode::kUnavailable, "NVML: " + why); };
@@ -38,6 +51,7 @@ Result<std::unique_ptr<Nvml>> Nvml::open(const std::string& pci_bus_id) {
   m.energy = reinterpret_cast<decltype(m.energy)>(sym("nvmlDeviceGetTotalEnergyConsumption"));
   m.clock = reinterpret_cast<decltype(m.clock)>(sym("nvmlDeviceGetClockInfo"));
   m.temperature = reinterpret_cast<decltype(m.temperature)>(sym("nvmlDeviceGetTemperature"));
+  m.samples = reinterpret_cast<decltype(m.samples)>(sym("nvmlDeviceGetSamples"));
   if (!m.init || !m.shutdown || !m.by_pci || !m.energy || !m.error_string)
     return unavailable("libnvidia-ml.so.1 lacks a needed symbol (driver too old?)");
   if (int r = m.init(); r != 0) return unavailable(fmt::format("nvmlInit failed: {}", m.error_string(r)));
@@ -69,10 +83,30 @@ unsigned Nvml::sm_clock_mhz() {
   return v;
 }
 
+double Nvml::utilization_since(uint64_t since_us) {
+  if (!impl_->samples) return -1;
+  int type = 0;
+  unsigned count = 0;
+  if (impl_->samples(impl_->device, kGpuUtilizationSamples, since_us, &type, &count, nullptr) != 0 || count == 0)
+    return -1;
+  std::vector<NvmlSample> got(count);
+  if (impl_->samples(impl_->device, kGpuUtilizationSamples, since_us, &type, &count, got.data()) != 0 || count == 0)
+    return -1;
+  // The value type is an unsigned int (0) or unsigned long long (3) for utilization samples.
+  double sum = 0;
+  unsigned n = 0;
+  for (unsigned i = 0; i < count; ++i) {
+    if (got[i].time_stamp <= since_us) continue;
+    sum += type == 0 ? static_cast<double>(static_cast<uint32_t>(got[i].value)) : static_cast<double>(got[i].value);
+    ++n;
+  }
+  return n ? sum / n : -1;
+}
+
 unsigned Nvml::temperature_c() {
   unsigned v = 0;
   if (impl_->temperature) impl_->temperature(impl_->device, 0 /* NVML_TEMPERATURE_GPU */, &v);
   return v;
 }
 
-}  // namespace kp::worker
+}  // namespace kp::judge

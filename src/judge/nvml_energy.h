@@ -8,7 +8,7 @@
 
 #include "util/result.h"
 
-namespace kp::worker {
+namespace kp::judge {
 
 class Nvml {
  public:
@@ -22,6 +22,10 @@ class Nvml {
   Result<uint64_t> total_energy_mj();
   unsigned sm_clock_mhz();
   unsigned temperature_c();
+  // The mean of NVML's GPU-utilization samples (percent of time one or more kernels ran, per
+  // sample period of 1/6 s to 1 s) taken after `since_us` (microseconds since the epoch, the
+  // CPU clock NVML stamps its samples with); -1 when NVML has none or cannot say.
+  double utilization_since(uint64_t since_us);
 
  private:
   Nvml() = default;
@@ -29,4 +33,4 @@ class Nvml {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace kp::worker
+}  // namespace kp::judge
