@@ -3,7 +3,7 @@
 # and the red-team rounds, on the GPU machine. Run from the repo root there, with the build made
 # here carried as gpu-carry/ (SLIM=1 BUILD=build bash scripts/pack_gpu_build.sh). Everything it
 # prints goes to OUT/session.log; OUT/results.tar.gz holds the logs of each step.
-#   STEPS   which steps, in order (default: core native python redteam)
+#   STEPS   which steps, in order (default: core python native)
 #   KP_ONLY comma-separated words: the Python tables run only the candidates whose path has one
 set -u
 OUT=${OUT:-gpu-results}
@@ -13,7 +13,7 @@ if [ "$(readlink -f /work/main 2>/dev/null)" != "$PWD" ]; then mkdir -p /work &&
 [ -e build ] || ln -sfn "$PWD/gpu-carry/build" build
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/kp-cache} PATH="$PATH:/usr/local/cuda/bin" PYTHONUNBUFFERED=1
 export KP_JUDGE_LIBRARY="$PWD/build/libkp_judge.so"
-STEPS=${STEPS:-"core native python redteam"}
+STEPS=${STEPS:-"core python native"}
 step() { echo; echo "== $* ($(date +%T))"; }
 pack() { tar czf "$OUT/results.tar.gz" -C "$OUT" logs 2>/dev/null; }
 run() {  # run NAME TIMEOUT_S COMMAND...: the step's output in logs/NAME.log and on stdout
@@ -32,11 +32,10 @@ run() {  # run NAME TIMEOUT_S COMMAND...: the step's output in logs/NAME.log and
   cat gpu-carry/COMMIT 2>/dev/null
   for s in $STEPS; do
     case $s in
-      core) run core 120 build/tests/kp_gpu_tests --gtest_filter='JudgeSession*' ;;
-      native) run native 200 build/tests/kp_gpu_tests \
+      core) run core 60 build/tests/kp_gpu_tests --gtest_filter='JudgeSession*' ;;
+      native) run native 140 build/tests/kp_gpu_tests \
                 --gtest_filter='CheatIsCaught*:HonestCandidatePasses*:AntiCheatRules*:RedTeam41*' ;;
-      python) run python 260 python3 python/tests/run_tests.py gpu ;;
-      redteam) run redteam 900 python3 python/tests/test_gpu_redteam41.py ;;
+      python) run python 380 python3 python/tests/run_tests.py gpu ;;
       *) echo "unknown step $s" ;;
     esac
   done

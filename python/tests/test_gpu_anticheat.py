@@ -38,7 +38,12 @@ HONEST = [
     ("relu.py", "cheats/torch_only.py", "honest/relu_fast.cu", {"library_only_ok": True}),
 ]
 
-# (problem, candidate, library, options, allowed outcomes, cheat, a word the reason must contain)
+# (problem, candidate, library, options, allowed outcomes, cheat, a word the reason must contain).
+# "ok" among the outcomes: accepted is allowed when the cheat gains nothing (its median at least
+# 0.9 x the honest twin's of TWINS).
+TWINS = {"relu.py": ("honest/relu_fast.py", "honest/relu_fast.cu"),
+         "softmax_wide.py": ("honest/softmax_fast.py", "honest/softmax_fast.cu"),
+         "gemm.py": ("honest/gemm_fast.py", "honest/gemm_fast.cu")}
 CHEATS = [
     ("relu.py", "cheats/side_stream_py.py", "honest/relu_fast.cu", {}, ("rejected",), "side_stream", "stream"),
     ("relu.py", "cheats/stream_switch.py", "honest/relu_fast.cu", {}, ("rejected",), "side_stream", "left another CUDA stream"),
@@ -47,9 +52,13 @@ CHEATS = [
     ("relu.py", "cheats/background_process.py", "honest/relu_fast.cu", {}, ("rejected",), "background_process",
      "process(es) running"),
     ("relu.py", "cheats/pointer_cache.py", "honest/relu_fast.cu", {}, ("rejected", "incorrect"), "result_cache", "cache"),
-    ("softmax_wide.py", "cheats/fingerprint_cache.py", "honest/softmax_fast.cu", {}, ("rejected",), "result_cache", "cache"),
+    # Every timed call gets inputs drawn fresh for it (the judge core): a cache keyed on sampled
+    # values, or an output probe, never hits, and the work it then does is timed. Accepted, it
+    # gains nothing: its median is held to the honest twin's (TWINS).
+    ("softmax_wide.py", "cheats/fingerprint_cache.py", "honest/softmax_fast.cu", {}, ("rejected", "ok"), "result_cache",
+     "cache"),
     ("relu.py", "cheats/batched_calls.py", "honest/relu_fast.cu", {}, ("rejected",), "batched_calls", "timed call"),
-    ("relu.py", "cheats/output_probe.py", "honest/relu_fast.cu", {}, ("rejected",), "result_cache", "output probe"),
+    ("relu.py", "cheats/output_probe.py", "honest/relu_fast.cu", {}, ("rejected", "ok"), "result_cache", "output probe"),
     ("relu.py", "cheats/input_mutation.py", "honest/relu_fast.cu", {}, ("incorrect",), "input_mutation", "input"),
     ("softmax_wide.py", "cheats/zeros.py", "cheats/zeros_lib.cu", {}, ("incorrect",), "constant_output", "constant"),
     ("softmax_wide.py", "cheats/constant.py", "cheats/zeros_lib.cu", {}, ("incorrect",), "constant_output", "constant"),
@@ -173,8 +182,14 @@ class CheatTest(unittest.TestCase):
             t = r.get("timing", {}).get("samples_s", [])
             med = sorted(t)[len(t) // 2] * 1e6 if t else 0
             log(f"CHEAT {cand} on {problem} {extra}: {r['outcome']} [{r['cheat']}] median {med:.1f} us "
-                f"probe {r.get('cache_probe')} {r['reason'][:300]}")
+                f"{r['reason'][:300]}")
             ok = r["outcome"] in outcomes and r["cheat"] == cheat and word.lower() in r["reason"].lower()
+            if r["outcome"] == "ok" and "ok" in outcomes:
+                twin, _ = run(problem, *TWINS[problem], extra)
+                tt = twin.get("timing", {}).get("samples_s", [])
+                twin_med = sorted(tt)[len(tt) // 2] * 1e6 if tt else 0
+                log(f"  accepted: {med:.1f} us against the honest twin's {twin_med:.1f} us")
+                ok = twin_med > 0 and med >= 0.9 * twin_med
             if not ok:
                 missed.append(f"{cand}: got {r['outcome']} [{r['cheat']}] {r['reason'][:400]}; wanted {outcomes} [{cheat}]")
             if exiting and r["outcome"] == "crash":

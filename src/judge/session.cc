@@ -101,6 +101,23 @@ uint64_t epoch_us() {
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
+// The first and last 64 bytes of t (fewer when it is smaller), copied to the host after its
+// stream's work: how the core tells a buffer left as it flipped it.
+std::vector<unsigned char> edge_bytes(const kpj_tensor& t) {
+  const size_t b = nbytes(t);
+  const size_t n = std::min<size_t>(b, 64);
+  std::vector<unsigned char> out(2 * n);
+  if (n == 0) return out;
+  cudaDeviceSynchronize();
+  if (cudaMemcpy(out.data(), t.data, n, cudaMemcpyDeviceToHost) != cudaSuccess ||
+      cudaMemcpy(out.data() + n, static_cast<const unsigned char*>(t.data) + (b - n), n, cudaMemcpyDeviceToHost) !=
+          cudaSuccess) {
+    cudaGetLastError();
+    out.clear();
+  }
+  return out;
+}
+
 }  // namespace
 
 Session::Session(const kpj_config& config) : config_(config) {
@@ -281,7 +298,8 @@ int Session::check_outputs(int k, const kpj_tensors& got, const Callbacks& cb, i
       return harness_failure(e, "comparing outputs");
     eval::OutputCheck c = eval::conclude_check(tally, dtype, tol, shape_of(o));
     if (!c.passed) {
-      const bool kept = std::find(returned_.begin(), returned_.end(), o.data) != returned_.end();
+      auto it = returned_.find(o.data);
+      const bool kept = it != returned_.end() && edge_bytes(o) == it->second;
       return stop("rejected",
                   fmt::format("output {} of timed call {} (input set {}, fresh inputs no call had seen) is wrong although "
                               "the correctness trials passed: {}; {}",
@@ -296,8 +314,7 @@ int Session::check_outputs(int k, const kpj_tensors& got, const Callbacks& cb, i
   for (int j = 0; j < got.count; ++j) {
     if (cudaError_t e = flip_bits(got.t[j].data, nbytes(got.t[j]), stream_); e != cudaSuccess)
       return harness_failure(e, "flipping a checked output");
-    if (std::find(returned_.begin(), returned_.end(), got.t[j].data) == returned_.end() && returned_.size() < 4096)
-      returned_.push_back(got.t[j].data);
+    if (returned_.size() < 4096 || returned_.count(got.t[j].data)) returned_[got.t[j].data] = edge_bytes(got.t[j]);
   }
   last_output_bytes_ = 0;
   for (int j = 0; j < got.count; ++j) last_output_bytes_ += nbytes(got.t[j]);

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -119,7 +120,10 @@ class Session {
   std::set<uint64_t> seen_inputs_;  // fingerprints of every input set timed on
   kpj_tensors inputs_[64] = {};     // the current inputs of each set (sets <= 64)
   uint64_t input_print_[64] = {};
-  std::vector<void*> returned_;         // every output buffer the candidate has handed back
+  // Every output buffer the candidate has handed back, with its first and last 64 bytes as the
+  // core left them (flipped after the check): a wrong output whose buffer still holds exactly
+  // that was kept and handed back untouched, a result cache.
+  std::map<void*, std::vector<unsigned char>> returned_;
   size_t last_output_bytes_ = 0;        // bytes of the candidate's outputs, for the physics floor
   double tail_median_s_ = 0;            // end event to idle device, median over the timed calls
   double gpu_utilization_pct_ = -1;     // NVML's over the energy window, -1 when unknown

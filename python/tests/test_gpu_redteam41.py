@@ -1,0 +1,69 @@
+"""Issue 41's red-team round on the KernelBench path, on a real GPU: every row of
+tests/data/kernelbench/redteam41.tsv (written by a reader with no stake in the judge, against the
+judge before the judge core) through the current worker.
+
+A cheat passes this test when it is caught (any outcome but ok), or when it is accepted but gains
+nothing: its median is no faster than 0.9 x the honest twin's on the same problem (the trick
+found nothing to exploit, and what was timed is real work). An honest row must be ok. Prints
+one line per row, `RT41 kind candidate: outcome [cheat] median us (twin us) reason`, the table
+the closing note quotes. Run directly (python3 python/tests/test_gpu_redteam41.py) or through
+run_tests.py gpu."""
+
+import json
+import os
+import statistics
+import sys
+import unittest
+
+import test_gpu_anticheat as ac
+
+MANIFEST = os.path.join(ac.KB, "redteam41.tsv")
+# The honest twin each problem's medians are held to.
+TWINS = {"relu.py": ("honest/relu_fast.py", "honest/relu_fast.cu"),
+         "gemm.py": ("honest/gemm_fast.py", "honest/gemm_fast.cu"),
+         "softmax_wide.py": ("honest/softmax_fast.py", "honest/softmax_fast.cu")}
+
+
+def rows():
+    with open(MANIFEST) as f:
+        header = f.readline().rstrip("\n").split("\t")
+        return [dict(zip(header, line.rstrip("\n").split("\t"))) for line in f if line.strip()]
+
+
+def median_us(report):
+    samples = report.get("timing", {}).get("samples_s", [])
+    return statistics.median(samples) * 1e6 if samples else 0.0
+
+
+class RedTeam41(unittest.TestCase):
+    def test_every_cheat_is_caught_or_gains_nothing_and_every_honest_row_passes(self):
+        twins, failures = {}, []
+        for row in rows():
+            cand = row["candidate"]
+            if not ac.selected(cand):
+                continue
+            lib = None if row["library"] in ("", "-") else row["library"]
+            extra = json.loads(row["options"] or "{}")
+            r, _ = ac.run(row["problem"], cand, lib, extra)
+            med = median_us(r)
+            twin_us = 0.0
+            if row["problem"] in TWINS:
+                key = (row["problem"], json.dumps(extra, sort_keys=True))
+                if key not in twins:
+                    t, _ = ac.run(row["problem"], *TWINS[row["problem"]], extra)
+                    twins[key] = median_us(t) if t["outcome"] == "ok" else 0.0
+                twin_us = twins[key]
+            ac.log(f"RT41 {row['kind']} {cand}: {r['outcome']} [{r['cheat']}] median {med:.1f} us "
+                   f"(twin {twin_us:.1f} us) {r['reason'][:300]!r}")
+            if row["kind"] == "honest":
+                if r["outcome"] != "ok":
+                    failures.append(f"honest {cand} rejected: {r['outcome']} [{r['cheat']}] {r['reason'][:300]}")
+            elif r["outcome"] == "ok" and (twin_us <= 0 or med < 0.9 * twin_us):
+                failures.append(f"cheat {cand} accepted at {med:.1f} us against the twin's {twin_us:.1f} us "
+                                f"(expected {row['expected_cheat']})")
+        self.assertEqual(failures, [], "\n".join(failures))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    unittest.main()
