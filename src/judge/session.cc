@@ -442,7 +442,6 @@ int Session::energy(const kpj_energy_config& config, const Callbacks& cb) {
   }
   energy_done_ = true;
   if (stop_) return 2;
-  if (!timed_[KPJ_CANDIDATE]) return stop("runtime_error", "kpj_energy before the candidate was timed");
   energy_ = eval::EnergyReport{};
   return energy_inner(config, cb);
 }

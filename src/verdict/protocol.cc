@@ -231,6 +231,22 @@ json to_json(const WorkerReport& r) {
   return j;
 }
 
+EnergyReport energy_report_from_json(const json& e) {
+  EnergyReport er;
+  er.measured = e.value("measured", false);
+  er.unavailable_reason = e.value("unavailable_reason", "");
+  er.joules_per_call = e.value("joules_per_call", 0.0);
+  er.dynamic_joules_per_call = e.value("dynamic_joules_per_call", 0.0);
+  er.average_watts = e.value("average_watts", 0.0);
+  er.idle_watts = e.value("idle_watts", 0.0);
+  er.window_s = e.value("window_s", 0.0);
+  er.calls = e.value("calls", int64_t{0});
+  er.checked_calls = e.value("checked_calls", 0);
+  er.sm_clock_mhz = e.value("sm_clock_mhz", 0u);
+  er.temperature_c = e.value("temperature_c", 0u);
+  return er;
+}
+
 json to_json(const EnergyReport& e) {
   return {{"measured", e.measured},
           {"unavailable_reason", e.unavailable_reason},
@@ -268,22 +284,7 @@ Result<WorkerReport> worker_report_from_json(const json& j) {
     r.kernels = j.value("kernels", std::vector<std::string>{});
     if (j.contains("timing")) r.timing = timing_report_from_json(j["timing"]);
     if (j.contains("reference_timing")) r.reference_timing = timing_report_from_json(j["reference_timing"]);
-    if (j.contains("energy")) {
-      const auto& e = j["energy"];
-      EnergyReport er;
-      er.measured = e.value("measured", false);
-      er.unavailable_reason = e.value("unavailable_reason", "");
-      er.joules_per_call = e.value("joules_per_call", 0.0);
-      er.dynamic_joules_per_call = e.value("dynamic_joules_per_call", 0.0);
-      er.average_watts = e.value("average_watts", 0.0);
-      er.idle_watts = e.value("idle_watts", 0.0);
-      er.window_s = e.value("window_s", 0.0);
-      er.calls = e.value("calls", int64_t{0});
-      er.checked_calls = e.value("checked_calls", 0);
-      er.sm_clock_mhz = e.value("sm_clock_mhz", 0u);
-      er.temperature_c = e.value("temperature_c", 0u);
-      r.energy = er;
-    }
+    if (j.contains("energy")) r.energy = energy_report_from_json(j["energy"]);
     return r;
   } catch (const json::exception& e) {
     return make_error(ErrorCode::kProtocol, fmt::format("malformed worker report: {}", e.what()));

@@ -108,6 +108,7 @@ struct EnergyReport {
   unsigned temperature_c = 0;
 };
 nlohmann::json to_json(const EnergyReport& e);
+EnergyReport energy_report_from_json(const nlohmann::json& j);  // missing fields default
 
 // What a worker found for one evaluation.
 struct WorkerReport {

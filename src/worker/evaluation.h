@@ -4,7 +4,7 @@
 //   evaluation_correctness.cc the correctness trials and every output check (on the GPU)
 //   evaluation_timing.cc      event timing and graph replay, by the sampling rule
 //   evaluation_anticheat.cc   persisting L2, the replay check, result caches, the physics floor
-//   evaluation_energy.cc      NVML energy over a window of back-to-back calls
+//   evaluation_core.cc        the judge core's event timing and energy window (judge/session.h)
 //   native_evaluator.cc       the phases in order (evaluate, reference alone, profile)
 // Its pure decisions live in verdict/worker_plan.h and verdict/timing_rule.h, tested on the CPU.
 #pragma once
@@ -42,6 +42,7 @@
 #include "verdict/worker_plan.h"
 #include "worker/candidate_library.h"
 #include "judge/device_compare.h"
+#include "judge/session.h"
 #include "judge/device_ops.h"
 #include "worker/native_evaluator.h"
 #include "worker/profile_hooks.h"
@@ -188,6 +189,8 @@ inline kp_tensor describe(const task::TensorSpec& s, void* data) {
   return t;
 }
 
+struct CoreAdapter;  // evaluation_core.cc
+
 struct NativeEvaluator::Impl {
   eval::DeviceInfo device;
   std::unique_ptr<Nvml> nvml;
@@ -227,6 +230,22 @@ struct NativeEvaluator::Impl {
   // A process the candidate started and left running (issue 28, item 4): killed, and the
   // candidate rejected as background_process, naming `during`.
   MaybeStop check_no_new_processes(const char* during);
+
+  // The judge core's session of this evaluation (evaluation_core.cc): its event timing, the
+  // reference's, and the energy window.
+  std::unique_ptr<judge::Session> core;
+  const CandidateLibrary* ref_lib = nullptr;   // this evaluation's, for the core's callbacks
+  const CandidateLibrary* cand_lib = nullptr;  // (the reference itself when no candidate is loaded)
+  MaybeStop open_core();
+  std::unique_ptr<CoreAdapter> core_adapter(const CandidateLibrary& ref, const CandidateLibrary& cand);
+  // The Stop for kpj_time's or kpj_energy's return code (none for 0).
+  MaybeStop core_stop(int rc, CoreAdapter& a, eval::WorkerReport* report);
+  // `role` timed by the core: every call on inputs drawn fresh for it; the candidate's calls each
+  // checked against the reference run after it on the same inputs.
+  MaybeStop time_with_core(const CandidateLibrary& ref, const CandidateLibrary& cand, Role role,
+                           eval::TimingReport* timing, eval::WorkerReport* report);
+  MaybeStop energy_with_core(const CandidateLibrary& ref, const CandidateLibrary& cand, double t_call,
+                             eval::WorkerReport* report);
 
   // Per-evaluation state, reset at the start and the end of each request.
   void begin_evaluation(const task::Task& t, const eval::EvalOptions& o, uint64_t s);
@@ -347,13 +366,7 @@ struct NativeEvaluator::Impl {
   // Fills the report's physics floor for `method`, and rejects a median below it.
   MaybeStop check_physics_floor(const eval::TimingReport* timing, eval::WorkerReport* report);
 
-  // Energy of back-to-back calls over at least energy_window_s, between two ticks of NVML's
-  // total-energy counter. kEnergyChecks of the window's calls, drawn where the candidate cannot
-  // see, start from poisoned outputs and are compared right after (against the reference `ref`
-  // ran on every set's current inputs before the window): a candidate that skips its work while
-  // its energy is measured is rejected (batched_calls) through *stop.
-  eval::EnergyReport measure_energy(const CandidateLibrary& lib, const CandidateLibrary& ref, DeviceBuffer& workspace,
-                                    double t_call, eval::WorkerReport* report, MaybeStop* stop);
+  // Energy is the judge core's (energy_with_core above).
 
   // The input sets, the reference's output buffers and the workspaces (the candidate's when
   // given), as many sets as fit in a quarter of free memory.

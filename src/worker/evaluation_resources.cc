@@ -16,6 +16,8 @@ void NativeEvaluator::Impl::begin_evaluation(const task::Task& t, const eval::Ev
 }
 
 void NativeEvaluator::Impl::end_evaluation() {
+  core.reset();
+  ref_lib = cand_lib = nullptr;
   graph_views.clear();
   sets.clear();
   ref_outputs.clear();

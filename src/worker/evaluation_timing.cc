@@ -81,33 +81,9 @@ MaybeStop NativeEvaluator::Impl::time_library(const CandidateLibrary& lib, Devic
     if (!g || g->outcome != Outcome::kOk) return g;  // success, or a real failure
     // else: the calls could not be captured; fall back to events below.
   }
-  timing->method = "events";
-  // Samples until the median is known within median_ci, or the loop's wall budget (every call
-  // counted whole: poisoning, flush, syncs) or max_trials is spent (verdict/timing_rule.h).
-  const auto loop_start = Clock::now();
-  eval::SamplingStop decision = eval::SamplingStop::kContinue;
-  for (int i = 0; decision == eval::SamplingStop::kContinue; ++i) {
-    double e = 0, w = 0;
-    KP_STOP_IF(timed(static_cast<size_t>(i) % args.size(), &e, &w));
-    timing->samples_s.push_back(e);
-    timing->wall_s.push_back(w);
-    decision = eval::sampling_decision(timing->samples_s, seconds_since(loop_start), *options);
-  }
-  timing->stop = eval::to_string(decision);
-  timing->median_ci_rel = eval::median_interval95(timing->samples_s).relative_half_width();
-  timing->loop_wall_s = seconds_since(loop_start);
-  if (candidate) {
-    KP_STOP_IF(check_timed_outputs(used, report));
-    double ev = eval::summarize(timing->samples_s).median, wall = eval::summarize(timing->wall_s).median;
-    if (eval::wall_says_work_escaped(wall, ev, *options))
-      return Stop{Outcome::kRejected,
-                  fmt::format("work escaped the stream (a side stream or a background thread): the median call "
-                              "takes {:.1f} us of wall time to a device-wide sync but only {:.1f} us between events "
-                              "on the given stream; launch everything on args->stream and do not block on the host",
-                              wall * 1e6, ev * 1e6),
-                  "side_stream"};
-  }
-  return std::nullopt;
+  // Event timing is the judge core's: fresh inputs for every call, and each of the candidate's
+  // calls checked against the reference run after it, the tail past the end event, the samples.
+  return time_with_core(*ref_lib, *cand_lib, role, timing, report);
 }
 
 bool NativeEvaluator::Impl::ensure_graph_outputs(int calls) {

@@ -28,6 +28,9 @@ MaybeStop NativeEvaluator::Impl::run(const CandidateLibrary& ref, const Candidat
   mark_phase("setup");
   check_physics_floor(nullptr, report);  // the floor as event timing would give it, until timing says otherwise
   KP_STOP_IF(setup(ref, &cand));
+  ref_lib = &ref;
+  cand_lib = &cand;
+  KP_STOP_IF(open_core());
   end_phase("setup", "correctness");
   KP_STOP_IF(correctness(ref, cand, report));
   for (size_t k = 1; k < sets.size(); ++k) {
@@ -39,7 +42,9 @@ MaybeStop NativeEvaluator::Impl::run(const CandidateLibrary& ref, const Candidat
   KP_STOP_IF(replay_check(cand, report));
   eval::TimingReport cand_timing;
   KP_STOP_IF(time_library(cand, cand_workspace, Role::kCandidate, &cand_timing, report));
-  KP_STOP_IF(check_result_cache(ref, cand, cand_timing, report));
+  // Under graph replay the replays reuse their inputs: the result caches are sought here. Event
+  // timing gave every call fresh inputs already (the judge core).
+  if (cand_timing.method == "graph") KP_STOP_IF(check_result_cache(ref, cand, cand_timing, report));
   KP_STOP_IF(check_physics_floor(&cand_timing, report));
   report->timing = cand_timing;
   end_phase("timing", options->time_reference ? "reference_timing" : "energy");
@@ -62,8 +67,7 @@ MaybeStop NativeEvaluator::Impl::run(const CandidateLibrary& ref, const Candidat
     end_phase("reference_timing", "energy");
   }
 
-  MaybeStop stop;
-  report->energy = measure_energy(cand, ref, cand_workspace, eval::summarize(cand_timing.samples_s).median, report, &stop);
+  MaybeStop stop = energy_with_core(ref, cand, eval::summarize(cand_timing.samples_s).median, report);
   end_phase("energy", nullptr);
   return stop;
 }
@@ -72,6 +76,8 @@ MaybeStop NativeEvaluator::Impl::run_reference_only(const CandidateLibrary& ref,
   auto phase = Clock::now();
   mark_phase("setup");
   KP_STOP_IF(setup(ref, nullptr));
+  ref_lib = cand_lib = &ref;
+  KP_STOP_IF(open_core());
   for (size_t k = 0; k < sets.size(); ++k) {
     KP_STOP_IF(fill_inputs(sets[k], k == 0 ? 0 : 1000 + k));
     KP_STOP_IF(run_reference(ref, k, report));

@@ -16,6 +16,7 @@
 namespace kp::worker {
 
 using judge::Nvml;
+struct CoreAdapter;
 
 class NativeEvaluator {
  public:
@@ -42,6 +43,7 @@ class NativeEvaluator {
 
  private:
   struct Impl;
+  friend struct CoreAdapter;  // the judge core's callbacks (evaluation_core.cc)
   std::unique_ptr<Impl> impl_;
 };
 
