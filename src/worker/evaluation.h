@@ -211,8 +211,10 @@ struct NativeEvaluator::Impl {
   // Set 0's reference outputs of the previous correctness trial (keep_previous_reference).
   std::vector<DeviceBuffer> prev_ref;
   std::vector<kp_scalar> scalars;
-  // Under graph replay, call i's own outputs on the inputs of set i % sets (ensure_graph_outputs).
+  // Under graph replay, call i's own inputs and outputs (ensure_graph_outputs).
   std::vector<TensorSet> graph_views;
+  // The reference's outputs for each graph call's own inputs (ensure_graph_outputs).
+  std::vector<std::vector<DeviceBuffer>> graph_refs;
   DeviceBuffer ref_workspace, cand_workspace;
   bool poisoned = false;
   // Which timed calls are checked: seeded from the OS, not from the evaluation's seed (which
@@ -342,6 +344,10 @@ struct NativeEvaluator::Impl {
   // short, so their outputs are small; when graph_calls of them would take more than an eighth
   // of free memory, false, and the calls write into their sets' outputs instead.
   bool ensure_graph_outputs(int calls);
+
+  // Draws fresh inputs for every call of a replayed graph (each call's own, or each used set's),
+  // from the OS-seeded generator; queued on the stream, synchronized when `sync`.
+  MaybeStop refresh_graph_inputs(bool own_inputs, const std::vector<bool>& used, bool sync);
 
   // Graph replay for short calls. Returns Stop{kOk} when capture is impossible (fall back). For
   // the candidate, every timed replay starts from poisoned outputs (the fill is queued before

@@ -19,6 +19,7 @@ void NativeEvaluator::Impl::end_evaluation() {
   core.reset();
   ref_lib = cand_lib = nullptr;
   graph_views.clear();
+  graph_refs.clear();
   sets.clear();
   ref_outputs.clear();
   prev_ref.clear();

@@ -89,29 +89,52 @@ MaybeStop NativeEvaluator::Impl::time_library(const CandidateLibrary& lib, Devic
 bool NativeEvaluator::Impl::ensure_graph_outputs(int calls) {
   if (graph_views.size() == static_cast<size_t>(calls)) return true;
   graph_views.clear();
-  uint64_t out_bytes = 0;
-  for (const auto& s : task->outputs) out_bytes += s.bytes();
+  graph_refs.clear();
+  uint64_t call_bytes = 0;  // each call's inputs, outputs and the reference's outputs
+  for (const auto& s : task->inputs) call_bytes += s.bytes();
+  for (const auto& s : task->outputs) call_bytes += 2 * s.bytes();
   size_t free_bytes = 0, total_bytes = 0;
   if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess ||
-      !eval::graph_outputs_fit(out_bytes, calls, free_bytes)) {
+      !eval::graph_outputs_fit(call_bytes, calls, free_bytes)) {
     cudaGetLastError();
     return false;
   }
+  auto fail = [&]() {
+    cudaGetLastError();
+    graph_views.clear();
+    graph_refs.clear();
+    return false;
+  };
   graph_views.resize(static_cast<size_t>(calls));
+  graph_refs.resize(static_cast<size_t>(calls));
   for (size_t i = 0; i < graph_views.size(); ++i) {
-    TensorSet& v = graph_views[i];
-    v.in_desc = sets[i % sets.size()].in_desc;
+    if (allocate_set(graph_views[i])) return fail();
     for (const auto& s : task->outputs) {
-      v.outputs.emplace_back();
-      if (v.outputs.back().allocate(s.bytes()) != cudaSuccess) {
-        cudaGetLastError();
-        graph_views.clear();
-        return false;
-      }
-      v.out_desc.push_back(describe(s, v.outputs.back().get()));
+      graph_refs[i].emplace_back();
+      if (graph_refs[i].back().allocate(s.bytes()) != cudaSuccess) return fail();
     }
   }
   return true;
+}
+
+MaybeStop NativeEvaluator::Impl::refresh_graph_inputs(bool own_inputs, const std::vector<bool>& used, bool sync) {
+  std::uniform_int_distribution<uint64_t> any;
+  const uint64_t draw = any(timed_checks);  // from the OS-seeded generator, not the reported seed
+  auto fill = [&](TensorSet& set, uint64_t d) -> MaybeStop {
+    for (size_t i = 0; i < task->inputs.size(); ++i) {
+      const auto& s = task->inputs[i];
+      KP_STOP_IF(harness(fill_random(set.inputs[i].get(), s.dtype, s.numel(), s.init, d, i, stream),
+                         "generating input " + s.name));
+    }
+    return std::nullopt;
+  };
+  if (own_inputs) {
+    for (size_t i = 0; i < graph_views.size(); ++i) KP_STOP_IF(fill(graph_views[i], draw + 7919 * (i + 1)));
+  } else {
+    for (size_t k = 0; k < sets.size(); ++k)
+      if (used[k]) KP_STOP_IF(fill(sets[k], draw + 7919 * (k + 1)));
+  }
+  return sync ? harness(cudaStreamSynchronize(stream), "generating inputs") : std::nullopt;
 }
 
 MaybeStop NativeEvaluator::Impl::time_with_graph(const CandidateLibrary& lib, DeviceBuffer& workspace, Role role,
@@ -119,6 +142,10 @@ MaybeStop NativeEvaluator::Impl::time_with_graph(const CandidateLibrary& lib, De
   const bool candidate = role == Role::kCandidate;
   const char* who = candidate ? "the candidate" : "the reference";
   const int calls = std::max(options->graph_calls, 1);
+  // Each call of the graph has its own inputs and outputs where they fit (short calls: small
+  // tensors), and every replay starts from inputs drawn fresh for it: no call of a replay sees
+  // inputs another call (of this replay or an earlier one) had, so copying a result gains
+  // nothing and is caught by the checks below.
   const bool own_outputs = ensure_graph_outputs(calls);
   std::vector<kp_args> args;
   std::vector<bool> used(sets.size(), false);
@@ -127,6 +154,7 @@ MaybeStop NativeEvaluator::Impl::time_with_graph(const CandidateLibrary& lib, De
     args.push_back(make_args(own_outputs ? graph_views[static_cast<size_t>(i)] : sets[k], workspace));
     used[k] = true;
   }
+  KP_STOP_IF(refresh_graph_inputs(own_outputs, used, true));
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   if (cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal); e != cudaSuccess) {
@@ -152,8 +180,10 @@ MaybeStop NativeEvaluator::Impl::time_with_graph(const CandidateLibrary& lib, De
   if (candidate) result = check_persisting_l2();
   if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
   if (!result) result = cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who));
-  // Every replay's outputs, poisoned before it (queued ahead of the start event: not timed).
+  // Every replay's inputs drawn fresh and its outputs poisoned before it (queued ahead of the
+  // start event: not timed).
   auto poison_all = [&]() -> MaybeStop {
+    KP_STOP_IF(refresh_graph_inputs(own_outputs, used, false));
     if (own_outputs) {
       for (auto& v : graph_views) KP_STOP_IF(poison_outputs(v, false));
     } else {
@@ -162,22 +192,34 @@ MaybeStop NativeEvaluator::Impl::time_with_graph(const CandidateLibrary& lib, De
     }
     return std::nullopt;
   };
-  // Every call's outputs against its set's reference; an incorrect one is a rejection that
-  // says which call and when it was checked.
+  // Every call's outputs against the reference run now on that call's own inputs (set k's when
+  // the calls share sets); an incorrect one is a rejection that says which call and when.
   auto check_replay = [&](const std::string& when) -> MaybeStop {
     if (!own_outputs) {
+      for (size_t k = 0; k < sets.size(); ++k)
+        if (used[k]) KP_STOP_IF(run_reference(*ref_lib, k, report));
       MaybeStop s = check_timed_outputs(used, report);
       if (s && s->outcome == Outcome::kRejected) s->reason = when + ": " + s->reason;
       return s;
     }
     for (size_t i = 0; i < graph_views.size(); ++i) {
-      const size_t k = i % sets.size();
-      MaybeStop s = compare_outputs(graph_views[i], k, report, fmt::format("of call {}", i + 1));
+      TensorSet view;
+      view.in_desc = graph_views[i].in_desc;
+      for (size_t j = 0; j < task->outputs.size(); ++j)
+        view.out_desc.push_back(describe(task->outputs[j], graph_refs[i][j].get()));
+      kp_args ra = make_args(view, ref_workspace);
+      if (MaybeStop s = call_and_sync(*ref_lib, ra, "the reference")) {
+        s->reason = "the task's reference failed: " + s->reason;
+        report->reference_failed = true;
+        return s;
+      }
+      MaybeStop s = compare_against(graph_views[i], graph_refs[i], report, fmt::format("of call {}", i + 1));
       if (s && s->outcome == Outcome::kIncorrect)
         return Stop{Outcome::kRejected,
-                    fmt::format("{}: the output of call {} of {} in the replayed graph (input set {}) was not "
-                                "computed by that call ({}): work deferred to or batched with other calls",
-                                when, i + 1, calls, k, s->reason),
+                    fmt::format("{}: the output of call {} of {} in the replayed graph (its own inputs, drawn fresh "
+                                "for this replay) was not computed by that call ({}): work deferred to, batched with "
+                                "or copied from other calls",
+                                when, i + 1, calls, s->reason),
                     "batched_calls"};
       KP_STOP_IF(std::move(s));
     }
