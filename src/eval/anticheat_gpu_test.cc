@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <vector>
@@ -310,9 +311,74 @@ TEST_F(AntiCheatRules, TheEnergyWindowsCallsAreChecked) {
   EvalResult cheat = AntiCheatGpu::run(with_energy, gelu,
                                        testing::test_data_dir() / "cheats" / "native" / "energy_skip.cu");
   EXPECT_EQ(cheat.outcome, Outcome::kRejected) << cheat.reason;
-  EXPECT_EQ(cheat.cheat, "batched_calls") << cheat.reason;
+  // The judge core's window: its calls stopped working, so they ran far faster than timed ones
+  // and left the GPU idle (or a checked call was wrong).
+  EXPECT_EQ(cheat.cheat, "phase_dependent") << cheat.reason;
   std::cout << "energy_skip: " << cheat.reason << "\n";
 }
+
+// ---- issue 41's red-team round (tests/data/cheats/native/redteam41.tsv) ----
+
+struct RedTeamRow {
+  std::string kind, path, task, expected, cheat, description;
+};
+
+std::ostream& operator<<(std::ostream& os, const RedTeamRow& r) { return os << r.path; }
+
+std::vector<RedTeamRow> redteam_rows() {
+  std::vector<RedTeamRow> rows;
+  std::ifstream in(testing::test_data_dir() / "cheats" / "native" / "redteam41.tsv");
+  std::string line;
+  std::getline(in, line);  // the header
+  while (std::getline(in, line)) {
+    auto f = split(line, '\t');
+    if (f.size() >= 6) rows.push_back({f[0], f[1], f[2], f[3], f[4], f[5]});
+  }
+  return rows;
+}
+
+class RedTeam41 : public ::testing::TestWithParam<RedTeamRow> {
+ protected:
+  static void SetUpTestSuite() { AntiCheatGpu::SetUpSuite(); }
+  static void TearDownTestSuite() { AntiCheatGpu::TearDownSuite(); }
+  void SetUp() override {
+    if (auto why = testing::gpu_missing()) GTEST_SKIP() << *why;
+  }
+};
+
+// A cheat must not be accepted (its row names the outcomes a correct judge gives, any class);
+// an honest twin must pass. Rows about the graph-timed gelu run on testing::tiny_gelu; the one
+// about the energy window runs with the window on.
+TEST_P(RedTeam41, IsJudgedAsARowOfTheTableSays) {
+  const RedTeamRow& row = GetParam();
+  const bool tiny = row.description.find("tiny_gelu") != std::string::npos;
+  const bool energy = row.path.find("energy") != std::string::npos;
+  task::Task task = AntiCheatGpu::load(tiny ? testing::tiny_gelu(AntiCheatGpu::scratch_->path() / "tiny_gelu_rt41")
+                                            : testing::examples_dir() / row.task);
+  std::unique_ptr<Evaluator> own;
+  Evaluator* e = AntiCheatGpu::evaluator_;
+  if (energy) {
+    EvaluatorOptions o = options_in(AntiCheatGpu::scratch_->path(), "worker-rt41-energy");
+    o.eval.energy_window_s = 0.5;
+    own = std::make_unique<Evaluator>(o);
+    e = own.get();
+  }
+  EvalResult r = AntiCheatGpu::run(*e, task, testing::test_data_dir() / row.path);
+  std::cout << "RT41 native " << row.kind << " " << row.path << ": " << to_string(r.outcome) << " [" << r.cheat
+            << "] median " << r.time.median * 1e6 << " us: " << r.reason.substr(0, 300) << "\n";
+  if (row.kind == "honest") {
+    EXPECT_EQ(r.outcome, Outcome::kOk) << r.reason;
+  } else {
+    EXPECT_NE(r.outcome, Outcome::kOk) << row.path << " was accepted (" << row.description << ")";
+    EXPECT_NE(row.expected.find(std::string(to_string(r.outcome))), std::string::npos)
+        << row.path << ": " << to_string(r.outcome) << " [" << r.cheat << "] " << r.reason;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Native, RedTeam41, ::testing::ValuesIn(redteam_rows()),
+                         [](const ::testing::TestParamInfo<RedTeamRow>& info) {
+                           return fs::path(info.param.path).stem().string();
+                         });
 
 }  // namespace
 }  // namespace kp::eval
