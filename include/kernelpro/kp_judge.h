@@ -78,6 +78,7 @@ typedef struct kpj_config {
   double dram_bytes_per_s;  /* measured; 0: no physics floor */
   uint64_t l2_bytes;        /* the GPU's L2; the flush buffer reads at least twice that */
   double tolerance[7][3];   /* atol, rtol, rel_norm per dtype code */
+  int32_t reference_only;   /* 1: no candidate in this session (its verdict may be ok untimed) */
 } kpj_config;
 
 typedef struct kpj_session kpj_session;

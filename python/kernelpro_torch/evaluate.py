@@ -281,11 +281,14 @@ def core_stop(result):
     return None
 
 
-def time_reference(dev, prob, model, options, device, dtype, who="the reference"):
-    """The reference alone, timed by a judge core session of its own (the method candidates
-    get: fresh inputs drawn for every call, L2 flushed, events on the current stream). Returns
-    the core's TimingReport dict; raises Stop (reference_failed) when the problem fails."""
-    core = judge.Core(dev, options, 1, False, compare.tolerance_for)
+def time_reference(dev, prob, model, options, device, dtype, who="the reference", core=None):
+    """The reference timed by the judge core (the method candidates get: fresh inputs drawn for
+    every call, L2 flushed, events on the current stream), in `core`'s session or, without one, a
+    session of its own. Returns the core's TimingReport dict; raises Stop (reference_failed)
+    when the problem fails."""
+    own = core is None
+    if own:
+        core = judge.Core(dev, options, 1, False, compare.tolerance_for, reference_only=True)
     try:
         sets = {}
         last = {}
@@ -315,7 +318,8 @@ def time_reference(dev, prob, model, options, device, dtype, who="the reference"
             raise stopped
         return core.result()["reference"]
     finally:
-        core.close()
+        if own:
+            core.close()
 
 
 def cuda_activity_profiler():
@@ -559,9 +563,12 @@ class Evaluation:
         return prob, init
 
     def _time_reference(self):
-        """The reference timed by the judge core (fresh inputs every call, as the candidate's)."""
+        """The reference timed by the judge core (fresh inputs every call, as the candidate's), in
+        this evaluation's session, whose verdict writes it into the report."""
+        if getattr(self, "_core", None) is None:  # a reference-only request opens its session here
+            self._core = judge.Core(self.dev, self.options, 1, False, compare.tolerance_for, reference_only=True)
         timing = time_reference(self.dev, self._problem_for_timing, self._m_ref, self.options,
-                                 torch.device("cuda", 0), self.dtype)
+                                 torch.device("cuda", 0), self.dtype, core=self._core)
         self.report["reference_seconds"] = statistics.median(timing["samples_s"])
         self.report["reference_timing"] = timing
 

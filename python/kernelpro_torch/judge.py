@@ -47,7 +47,7 @@ class Config(ctypes.Structure):
                 ("timing_cap_s", ctypes.c_double), ("wall_ratio", ctypes.c_double),
                 ("wall_slack_us", ctypes.c_double), ("physics_margin", ctypes.c_double),
                 ("dram_bytes_per_s", ctypes.c_double), ("l2_bytes", ctypes.c_uint64),
-                ("tolerance", (ctypes.c_double * 3) * 7)]
+                ("tolerance", (ctypes.c_double * 3) * 7), ("reference_only", ctypes.c_int32)]
 
 
 REFRESH_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.c_uint64, ctypes.POINTER(Tensors))
@@ -147,7 +147,7 @@ class Core:
     options_with_defaults), `dev` is evaluate.Device, `tolerance` maps a torch dtype to
     (atol, rtol, rel_norm)."""
 
-    def __init__(self, dev, options, sets, inputs_vary, tolerance):
+    def __init__(self, dev, options, sets, inputs_vary, tolerance, reference_only=False):
         _load()
         c = Config()
         c.stream = torch.cuda.current_stream().cuda_stream
@@ -169,6 +169,7 @@ class Core:
             if dtype.is_floating_point:
                 for j, v in enumerate(tolerance(dtype)):
                     c.tolerance[code][j] = float(v)
+        c.reference_only = 1 if reference_only else 0
         err = ctypes.create_string_buffer(1024)
         self.handle = _kpj_open(ctypes.byref(c), err, len(err))
         if not self.handle:

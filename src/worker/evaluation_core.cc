@@ -113,6 +113,7 @@ MaybeStop NativeEvaluator::Impl::open_core() {
   c.physics_margin = options->physics_margin;
   c.dram_bytes_per_s = 0;  // the task's own floor (bytes and FLOPs) is applied by check_physics_floor
   c.l2_bytes = static_cast<uint64_t>(std::max<int64_t>(device.l2_bytes, 0));
+  c.reference_only = options->reference_only ? 1 : 0;
   for (int d = 0; d <= static_cast<int>(task::DType::kFp64); ++d) {
     const task::Tolerance t = task->tolerance ? *task->tolerance : task::default_tolerance(static_cast<task::DType>(d));
     c.tolerance[d][0] = t.atol;
