@@ -63,8 +63,12 @@ std::optional<LibraryViolation> find_forbidden_library(const build::BuildResult&
     return std::find(allowed.begin(), allowed.end(), lib) != allowed.end();
   };
   if (build.imported_symbols) {
-    // dlsym too: dlsym(RTLD_DEFAULT, "dlopen") reaches the loader without importing it.
-    for (const char* loader : {"dlopen", "dlmopen", "__libc_dlopen_mode", "dlsym", "dlvsym"}) {
+    // dlsym too: dlsym(RTLD_DEFAULT, "dlopen") reaches the loader without importing it. And the
+    // loader's lists of what is loaded (dl_iterate_phdr, dlinfo, dladdr): with them a candidate
+    // finds the cuBLAS the task's reference loaded into the same process and calls it through
+    // its own reading of the symbol table (issue 41's red team), no dlopen, no dlsym.
+    for (const char* loader :
+         {"dlopen", "dlmopen", "__libc_dlopen_mode", "dlsym", "dlvsym", "dl_iterate_phdr", "dlinfo", "dladdr", "dladdr1"}) {
       if (std::find(build.imported_symbols->begin(), build.imported_symbols->end(), loader) ==
           build.imported_symbols->end())
         continue;

@@ -79,6 +79,17 @@ TEST(LibraryPolicy, DlsymIsRefusedSinceItReachesTheLoaderUnimported) {
   EXPECT_FALSE(find_forbidden_library(built(kPlain, {"cudaLaunchKernel"}), {})) << "an honest build";
 }
 
+TEST(LibraryPolicy, TheLoadersListsAreRefusedSinceTheyFindTheReferencesLibraries) {
+  // Issue 41's red team: dl_iterate_phdr found the cuBLAS the reference had loaded, and a
+  // hand-read symbol table called it, with no dlopen and no dlsym.
+  for (const char* walk : {"dl_iterate_phdr", "dlinfo", "dladdr", "dladdr1"}) {
+    auto v = find_forbidden_library(built(kPlain, {walk, "cudaLaunchKernel"}), {});
+    ASSERT_TRUE(v) << walk;
+    EXPECT_EQ(v->library, "dlopen");
+    EXPECT_NE(v->reason.find(std::string("calls ") + walk), std::string::npos) << v->reason;
+  }
+}
+
 TEST(LibraryPolicy, NothingRecordedNothingDecided) {
   build::BuildResult b;
   b.ok = true;
