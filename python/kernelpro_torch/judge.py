@@ -122,6 +122,8 @@ def describe(tensors, out, what):
         raise Unsupported(f"{what}: {len(tensors)} tensors, more than the judge core's {MAX_TENSORS}")
     out.count = len(tensors)
     for i, t in enumerate(tensors):
+        if not t.is_cuda:
+            raise Unsupported(f"{what} {i} is on {t.device}; the judge core reads device memory only")
         code = DTYPE_CODES.get(t.dtype)
         if code is None:
             raise Unsupported(f"{what} {i} has dtype {t.dtype}, which the judge core does not compare")
