@@ -677,7 +677,7 @@ class Evaluation:
 
         # Correctness: candidate first, then the reference on an untouched copy.
         threads_before = None
-        previous = None
+        previous = []  # the fingerprints of every earlier trial's output
         for t, s in enumerate(trial_seeds):
             try:
                 xs = prob.inputs(s, device, self.dtype)
@@ -722,12 +722,12 @@ class Evaluation:
             try:
                 self._compare(out, want, f"in trial {t + 1}", pristine, init)
             except Stop as st:
-                if previous is not None and previous == _fingerprint(out) and st.outcome == "incorrect":
+                if _fingerprint(out) in previous and st.outcome == "incorrect":
                     st.cheat = "result_cache"
-                    st.reason += (" -- and the output is identical to the previous trial's, on different inputs: "
+                    st.reason += (" -- and the output is identical to an earlier trial's, on different inputs: "
                                   "results are cached across calls")
                 raise
-            previous = _fingerprint(out)
+            previous.append(_fingerprint(out))
             self.report["trials_run"] = t + 1
             del out, want, pristine, xs
         _check_untouched(guard, prob)

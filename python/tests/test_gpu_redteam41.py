@@ -4,7 +4,10 @@ judge before the judge core) through the current worker.
 
 A cheat passes this test when it is caught (any outcome but ok), or when it is accepted but gains
 nothing: its median is no faster than 0.9 x the honest twin's on the same problem (the trick
-found nothing to exploit, and what was timed is real work). An honest row must be ok. Prints
+found nothing to exploit, and what was timed is real work). An honest row must be ok. An `open`
+row is a cheat the judge does not catch yet (issue 41's closing note says which class and why):
+it must still be accepted with a gain, so that the day it is caught this test fails and the row
+moves to `cheat`. Prints
 one line per row, `RT41 kind candidate: outcome [cheat] median us (twin us) reason`, the table
 the closing note quotes. Run directly (python3 python/tests/test_gpu_redteam41.py) or through
 run_tests.py gpu."""
@@ -55,10 +58,15 @@ class RedTeam41(unittest.TestCase):
                 twin_us = twins[key]
             ac.log(f"RT41 {row['kind']} {cand}: {r['outcome']} [{r['cheat']}] median {med:.1f} us "
                    f"(twin {twin_us:.1f} us) {r['reason'][:300]!r}")
+            gained = r["outcome"] == "ok" and (twin_us <= 0 or med < 0.9 * twin_us)
             if row["kind"] == "honest":
                 if r["outcome"] != "ok":
                     failures.append(f"honest {cand} rejected: {r['outcome']} [{r['cheat']}] {r['reason'][:300]}")
-            elif r["outcome"] == "ok" and (twin_us <= 0 or med < 0.9 * twin_us):
+            elif row["kind"] == "open":
+                if not gained:
+                    failures.append(f"open {cand} is no longer accepted with a gain ({r['outcome']} [{r['cheat']}], "
+                                    f"{med:.1f} us against {twin_us:.1f} us): make its row a cheat")
+            elif gained:
                 failures.append(f"cheat {cand} accepted at {med:.1f} us against the twin's {twin_us:.1f} us "
                                 f"(expected {row['expected_cheat']})")
         self.assertEqual(failures, [], "\n".join(failures))

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -99,13 +100,16 @@ const std::vector<CheatCase>& cheat_cases() {
        "background_process",
        "process running after loading the library"},
       {"cheats/native/pointer_cache.cu", "gelu", {Outcome::kIncorrect}, "result_cache", "cached by pointer"},
+      // The judge core gives every timed call inputs no call had: a cache by pointer serves stale
+      // values there, and a cache by contents never hits (accepted, it gains nothing: its median
+      // is held to the task's seed, kGainsNothing).
       {"cheats/native/pointer_cache_late.cu",
        "gelu",
        {Outcome::kRejected},
-       "result_cache",
-       "after the inputs changed in place the output was stale"},
-      {"cheats/native/fingerprint_cache.cu", "gemm_fp32", {Outcome::kRejected}, "result_cache", "cached by input"},
-      {"cheats/native/batched_calls.cu", "gelu", {Outcome::kRejected}, "batched_calls", "batched with other calls"},
+       "batched_calls",
+       "fresh inputs no call had seen"},
+      {"cheats/native/fingerprint_cache.cu", "gemm_fp32", {Outcome::kRejected, Outcome::kOk}, "result_cache", "cache"},
+      {"cheats/native/batched_calls.cu", "gelu", {Outcome::kRejected}, "batched_calls", "deferred to, batched with"},
       {"candidates/gelu/mutates_input.cu", "gelu", {Outcome::kIncorrect}, "input_mutation", "wrote to input 'x'"},
       {"candidates/gelu/zeros.cu", "gelu", {Outcome::kIncorrect}, "constant_output", "constant output"},
       {"cheats/native/constant.cu", "gelu", {Outcome::kIncorrect}, "constant_output", "constant output (0.5)"},
@@ -130,10 +134,33 @@ class CheatIsCaught : public ::testing::TestWithParam<CheatCase> {
   }
 };
 
+// A cheat the judge accepts must gain nothing: its median at least this share of the honest
+// twin's (the task's seed, or a table's honest row), measured in the same run.
+constexpr double kGainsNothing = 0.9;
+
+// The median of the honest `seed` on `task`, evaluated once per (task, seed) in this process.
+double seed_median(const task::Task& task, const fs::path& seed) {
+  static std::map<std::string, double> medians;
+  auto [it, fresh] = medians.emplace(task.dir.string() + "|" + seed.string(), 0.0);
+  if (fresh) {
+    EvalResult r = AntiCheatGpu::run(*AntiCheatGpu::evaluator_, task, seed);
+    it->second = r.outcome == Outcome::kOk ? r.time.median : 0.0;
+  }
+  return it->second;
+}
+
 TEST_P(CheatIsCaught, WithItsTagAndReason) {
   const CheatCase& c = GetParam();
-  EvalResult r = AntiCheatGpu::run(*AntiCheatGpu::evaluator_, AntiCheatGpu::load(testing::examples_dir() / c.task),
-                                   testing::test_data_dir() / c.candidate);
+  task::Task task = AntiCheatGpu::load(testing::examples_dir() / c.task);
+  EvalResult r = AntiCheatGpu::run(*AntiCheatGpu::evaluator_, task, testing::test_data_dir() / c.candidate);
+  if (r.outcome == Outcome::kOk &&
+      std::find(c.outcomes.begin(), c.outcomes.end(), Outcome::kOk) != c.outcomes.end()) {
+    const double twin = seed_median(task, testing::examples_dir() / c.task / "seed.cu");
+    std::cout << c.candidate << ": accepted at " << r.time.median * 1e6 << " us, the seed " << twin * 1e6 << " us\n";
+    EXPECT_GT(twin, 0);
+    EXPECT_GE(r.time.median, kGainsNothing * twin) << c.candidate << " was accepted and gained";
+    return;
+  }
   EXPECT_NE(std::find(c.outcomes.begin(), c.outcomes.end(), r.outcome), c.outcomes.end())
       << c.candidate << ": " << to_string(r.outcome) << ": " << r.reason;
   EXPECT_EQ(r.cheat, c.cheat) << c.candidate << ": " << r.reason;
@@ -368,8 +395,16 @@ TEST_P(RedTeam41, IsJudgedAsARowOfTheTableSays) {
             << "] median " << r.time.median * 1e6 << " us: " << r.reason.substr(0, 300) << "\n";
   if (row.kind == "honest") {
     EXPECT_EQ(r.outcome, Outcome::kOk) << r.reason;
+  } else if (r.outcome == Outcome::kOk) {
+    // Accepted: the trick found nothing to exploit (every call had fresh inputs), and what was
+    // timed is real work, no faster than the task's seed on the same task, same run.
+    // The tiny gelu task has the gelu example's seed.
+    const double twin = seed_median(task, testing::examples_dir() / (tiny ? "gelu" : row.task) / "seed.cu");
+    std::cout << "RT41 native " << row.path << " accepted at " << r.time.median * 1e6 << " us against the seed's "
+              << twin * 1e6 << " us\n";
+    EXPECT_GT(twin, 0);
+    EXPECT_GE(r.time.median, kGainsNothing * twin) << row.path << " was accepted and gained (" << row.description << ")";
   } else {
-    EXPECT_NE(r.outcome, Outcome::kOk) << row.path << " was accepted (" << row.description << ")";
     EXPECT_NE(row.expected.find(std::string(to_string(r.outcome))), std::string::npos)
         << row.path << ": " << to_string(r.outcome) << " [" << r.cheat << "] " << r.reason;
   }
