@@ -72,9 +72,14 @@ int call(void* ctx, int32_t role, int32_t set) {
     case Play::kWritesInput:
       cudaMemsetAsync(a->in[set], 0, 64, a->stream);
       break;
-    case Play::kSideStream:  // a large copy nobody waits for
+    case Play::kSideStream: {  // its own copy, then a large copy nobody waits for, queued after it
+      // (queued first, the H100 ran the large copy ahead of the small one, and the end event
+      // waited for both: 2026-12-07, a gain of nothing and no tail)
+      const cudaError_t e =
+          cudaMemcpyAsync(a->cand_out[set], a->in[set], kBytes, cudaMemcpyDeviceToDevice, a->stream);
       cudaMemcpyAsync(a->big[1], a->big[0], size_t{256} << 20, cudaMemcpyDeviceToDevice, a->side);
-      break;
+      return e == cudaSuccess ? KPJ_CALL_OK : KPJ_CALLBACK_FAILED;
+    }
     case Play::kPersistingL2:
       cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, size_t{1} << 20);
       break;
