@@ -25,7 +25,7 @@ import traceback
 
 import torch
 
-from . import compare, judge, loader, modes, problem as pb, processes, seal, eval_options
+from . import compare, eval_options, judge, kernel_names, loader, modes, problem as pb, processes, seal
 
 # The harness's own references to its timing functions, taken before any candidate code runs:
 # a candidate that patches torch.cuda.Event.elapsed_time or time.perf_counter changes nothing
@@ -380,46 +380,7 @@ def trace_call(call, inputs, candidate_symbols):
     return {"kernels": kernels, "escaped": escaped, "owned": owned}
 
 
-def kernel_base(name):
-    """'void ns::k<float>(float const*, int)' -> 'ns::k': comparable between traces and nm -C."""
-    s = name.strip()
-    if s.startswith("void "):
-        s = s[5:]
-    depth, out = 0, []
-    for ch in s:
-        if ch == "(" and depth == 0:
-            break
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth = max(depth - 1, 0)
-        elif depth == 0:
-            out.append(ch)
-    return "".join(out).strip()
-
-
-# Found when the worker starts, before any candidate could change PATH.
-_NM = shutil.which("nm")
-
-
-def library_symbols(paths):
-    """Base names of every function defined in the candidate's shared objects (nm -C); None when
-    nm is unavailable, so kernels cannot be attributed."""
-    names = set()
-    for p in paths:
-        if _NM is None:
-            return None
-        try:
-            r = subprocess.run([_NM, "-C", "--defined-only", p], capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        if r.returncode != 0:
-            continue
-        for line in r.stdout.splitlines():
-            parts = line.split(" ", 2)
-            if len(parts) == 3 and parts[1] in ("T", "t", "W", "w"):
-                names.add(kernel_base(parts[2]))
-    return names
+kernel_base = kernel_names.kernel_base
 
 
 class Evaluation:
@@ -658,10 +619,12 @@ class Evaluation:
         except Exception as e:
             lost = context_lost()
             raise Stop("crash" if lost else "runtime_error", _describe_exception(e, "ModelNew(*get_init_inputs())"))
-        symbols = library_symbols(cand.extension_files + ([self.library] if self.library else []))
+        # The candidate's own kernels: those in its libraries' device code (kernel_names.py).
+        symbols = kernel_names.device_kernels(cand.extension_files + ([self.library] if self.library else []))
         if symbols is None:
-            raise Stop("runtime_error", "binutils' nm is not on this machine's PATH (or it failed), so the kernels the "
-                                        "candidate ran cannot be told from PyTorch's: install binutils")
+            raise Stop("runtime_error", "cuobjdump (CUDA toolkit) or c++filt (binutils) is missing or failed, so the "
+                                        "kernels the candidate ran cannot be told from PyTorch's: install them or name "
+                                        "cuobjdump in KP_CUOBJDUMP")
         self._check_no_new_processes("loading the candidate and building ModelNew")
         end("load")
 

@@ -1,4 +1,4 @@
-"""Pieces of evaluate.py that run on the CPU: kernel attribution, compulsory traffic, seeds,
+"""Pieces of evaluate.py that run on the CPU: compulsory traffic, seeds,
 out-of-memory blame. The timed calls, the energy window and their checks are the judge core's
 (src/judge/), tested on the GPU."""
 
@@ -12,31 +12,6 @@ from unittest import mock
 import torch
 
 from kernelpro_torch import evaluate, eval_options
-
-
-class KernelNameTest(unittest.TestCase):
-    def test_trace_and_nm_names_reduce_to_the_same_base(self):
-        self.assertEqual(evaluate.kernel_base("void relu_vec4<float>(float4 const*, float4*, long)"), "relu_vec4")
-        self.assertEqual(evaluate.kernel_base("relu_vec4(float4 const*, float4*, long)"), "relu_vec4")
-        self.assertEqual(evaluate.kernel_base("void at::native::vectorized_elementwise_kernel<4, at::native::"
-                                              "FillFunctor<float>, std::array<char*, 1ul> >(int, ...)"),
-                         "at::native::vectorized_elementwise_kernel")
-        self.assertEqual(evaluate.kernel_base("gelu"), "gelu")
-
-    @unittest.skipUnless(shutil.which("nvcc") and shutil.which("nm"), "needs nvcc and nm")
-    def test_symbols_of_a_built_library_include_its_kernels(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            src = os.path.join(tmp, "k.cu")
-            with open(src, "w") as f:
-                f.write('template <typename T> __global__ void scale_k(T* x, long n) {}\n'
-                        'template __global__ void scale_k<float>(float*, long);\n'
-                        'extern "C" void launch(float* x, long n) { scale_k<float><<<1, 1>>>(x, n); }\n')
-            so = os.path.join(tmp, "k.so")
-            subprocess.run(["nvcc", "-shared", "-Xcompiler", "-fPIC", "-o", so, src], check=True)
-            names = evaluate.library_symbols([so])
-            self.assertIn("scale_k", names)
-            self.assertIn("launch", names)
-            self.assertNotIn("at::native::vectorized_elementwise_kernel", names)
 
 
 class CompulsoryBytesTest(unittest.TestCase):
