@@ -377,7 +377,26 @@ def trace_call(call, inputs, candidate_symbols):
     owned = None
     if candidate_symbols is not None:
         owned = [k for k in kernels if kernel_base(k) in candidate_symbols]
-    return {"kernels": kernels, "escaped": escaped, "owned": owned}
+    # The GPU's busy time in the call: the union of its kernels' and copies' intervals.
+    spans = sorted((float(ev["ts"]), float(ev["ts"]) + float(ev.get("dur", 0))) for ev in body)
+    busy_us, reach = 0.0, None
+    for a, b in spans:
+        if reach is None or a > reach:
+            busy_us += b - a
+            reach = b
+        elif b > reach:
+            busy_us += b - reach
+            reach = b
+    return {"kernels": kernels, "escaped": escaped, "owned": owned, "busy_s": busy_us * 1e-6}
+
+
+def traced_work_exceeds_timed(traced_busy_s, timed_median_s):
+    """Whether the traced call kept the GPU busy far longer than a whole timed call takes: more
+    than 1.25 x the timed median plus 10 us. An honest call is timed from a flushed L2 with its
+    launch gaps included, so its traced kernels (warm, gaps excluded) take no longer; a candidate
+    that runs other, heavier code while the profiler is on (its own kernel for the attribution,
+    a library's when timed: issue 41's rt41_profiler_only_own_kernel) shows the difference."""
+    return traced_busy_s > 1.25 * timed_median_s + 10e-6
 
 
 kernel_base = kernel_names.kernel_base
@@ -740,6 +759,12 @@ class Evaluation:
         # checked against the reference run after it on the same inputs (judge/session.h).
         torch.cuda.empty_cache()
         median = self._time_candidate(prob, device, call_new, call_ref)
+        self.report["traced_busy_s"] = traced["busy_s"]
+        if traced_work_exceeds_timed(traced["busy_s"], median):
+            raise Stop("rejected", f"the traced call kept the GPU busy {traced['busy_s'] * 1e6:.1f} us, but a timed call "
+                                   f"takes {median * 1e6:.1f} us from a flushed L2: the candidate runs other work while "
+                                   "the profiler is on (the kernels attributed to it are not the ones timed)",
+                       cheat="phase_dependent")
         self._check_no_new_processes("the timed calls")
         end("timing")
 

@@ -14,6 +14,15 @@ import torch
 from kernelpro_torch import evaluate, eval_options
 
 
+class TracedWorkTest(unittest.TestCase):
+    def test_a_traced_call_heavier_than_a_timed_one_ran_other_work(self):
+        # issue 41: its own 1.0 ms GEMM under the profiler, cuBLAS's 0.5 ms when timed
+        self.assertTrue(evaluate.traced_work_exceeds_timed(1.0e-3, 0.51e-3))
+        # honest: warm traced kernels take no longer than a flushed, timed call
+        self.assertFalse(evaluate.traced_work_exceeds_timed(0.2e-3, 0.276e-3))
+        self.assertFalse(evaluate.traced_work_exceeds_timed(12e-6, 5e-6), "10 us of slack for short calls")
+
+
 class CompulsoryBytesTest(unittest.TestCase):
     def test_inputs_outputs_and_each_parameter_and_buffer_once(self):
         lin = torch.nn.Linear(8, 4)  # a weight of 32 floats and a bias of 4
