@@ -251,6 +251,18 @@ int Session::one_timed_call(int role, int k, const Callbacks& cb, int index, dou
   return 0;
 }
 
+cudaError_t Session::compare_output(const kpj_tensor& out, const kpj_tensor& want, eval::OutputCheck* check) {
+  const auto dtype = static_cast<task::DType>(out.dtype);
+  const task::Tolerance tol{config_.tolerance[out.dtype][0], config_.tolerance[out.dtype][1],
+                            config_.tolerance[out.dtype][2]};
+  eval::OutputTally tally;
+  if (cudaError_t e = device_tally(out.data, want.data, dtype, numel(out), tol, compare_, stream_, &tally);
+      e != cudaSuccess)
+    return e;
+  *check = eval::conclude_check(tally, dtype, tol, shape_of(out));
+  return cudaSuccess;
+}
+
 int Session::check_outputs(int k, const kpj_tensors& got, const Callbacks& cb, int index) {
   const kpj_tensors& ins = inputs_[k];
   for (int j = 0; j < got.count; ++j)
@@ -290,13 +302,8 @@ int Session::check_outputs(int k, const kpj_tensors& got, const Callbacks& cb, i
                               j, index, shape_text(o), task::to_string(static_cast<task::DType>(o.dtype)),
                               shape_text(w), task::to_string(static_cast<task::DType>(w.dtype))),
                   "batched_calls");
-    const auto dtype = static_cast<task::DType>(o.dtype);
-    const task::Tolerance tol{config_.tolerance[o.dtype][0], config_.tolerance[o.dtype][1],
-                              config_.tolerance[o.dtype][2]};
-    eval::OutputTally tally;
-    if (cudaError_t e = device_tally(o.data, w.data, dtype, numel(o), tol, compare_, stream_, &tally); e != cudaSuccess)
-      return harness_failure(e, "comparing outputs");
-    eval::OutputCheck c = eval::conclude_check(tally, dtype, tol, shape_of(o));
+    eval::OutputCheck c;
+    if (cudaError_t e = compare_output(o, w, &c); e != cudaSuccess) return harness_failure(e, "comparing outputs");
     if (!c.passed) {
       auto it = returned_.find(o.data);
       const bool kept = it != returned_.end() && edge_bytes(o) == it->second;
@@ -619,16 +626,11 @@ int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) 
         what = "an output of another shape or dtype";
         break;
       }
-      const auto dtype = static_cast<task::DType>(o.dtype);
-      const task::Tolerance tol{config_.tolerance[o.dtype][0], config_.tolerance[o.dtype][1],
-                                config_.tolerance[o.dtype][2]};
-      eval::OutputTally tally;
-      if (cudaError_t err = device_tally(o.data, w.data, dtype, numel(o), tol, compare_, stream_, &tally);
-          err != cudaSuccess) {
+      eval::OutputCheck c;
+      if (cudaError_t err = compare_output(o, w, &c); err != cudaSuccess) {
         release();
         return harness_failure(err, "comparing an energy call's output");
       }
-      eval::OutputCheck c = eval::conclude_check(tally, dtype, tol, shape_of(o));
       if (!c.passed) {
         right = false;
         what = c.reason;

@@ -92,6 +92,8 @@ class Session {
   // The candidate's outputs `got` of call `index` on set k against the reference's, which is
   // called now, on the same inputs.
   int check_outputs(int k, const kpj_tensors& got, const Callbacks& cb, int index);
+  // `out` against `want` (same dtype and shape) on the device with the configured tolerance.
+  cudaError_t compare_output(const kpj_tensor& out, const kpj_tensor& want, eval::OutputCheck* check);
   int stop(std::string outcome, std::string reason, std::string cheat = {});
   int harness_failure(cudaError_t e, const char* what);
   void physics_floor(double median_s);  // fills physics_floor_s_ and its basis
