@@ -836,9 +836,7 @@ class Evaluation:
                 raise Stop("rejected", f"the process has {thread_count()} threads after a timed call, {threads_fixed} "
                                        "before timing: the candidate started a background thread, whose work the "
                                        "events on the current stream do not see", cheat="background_thread")
-            changed = modes.changes(self._modes, with_probe=False)
-            if changed:
-                raise self._mode_stop(changed, "a timed call")
+            self._check_modes("a timed call", with_probe=False)
             return _contiguous(got)
 
         self._callbacks = (refresh, call, outputs)  # the energy window's too
@@ -857,12 +855,20 @@ class Evaluation:
                     cheat="process_mode")
 
     def _check_modes(self, when, with_probe=True):
+        """Rejects a change of the process's arithmetic modes; puts back (and notes) a change of
+        its algorithm modes, so that the reference runs in the problem's own."""
         modes_before = getattr(self, "_modes", None)
         if modes_before is None:
             return
         changed = modes.changes(modes_before, with_probe=with_probe)
         if changed:
             raise self._mode_stop(changed, when)
+        algorithms = modes.algorithm_changes(modes_before)
+        if algorithms:
+            modes.restore(modes_before)
+            notes = self.report.setdefault("mode_notes", [])
+            if len(notes) < 8:
+                notes.append(f"put back after {when}: {'; '.join(algorithms)}")
 
     def _check_no_new_processes(self, during):
         """A process the candidate started and left running (however far it moved: setsid, a double

@@ -5,7 +5,8 @@ reduced-precision reductions, the default dtype, autocast, cuDNN's algorithm cho
 changes the reference too: the reference then computes in the candidate's mode, its outputs match
 a downgraded candidate's, and its timing is not the problem's. So the harness records the modes
 before any candidate code runs and checks them after each phase and after each candidate call;
-a change is a rejection (process_mode), and the modes are put back before anything else runs.
+a change of arithmetic is a rejection (process_mode), and the modes are put back before anything
+else runs. A change of algorithm choice only (ALGORITHM_MODES) is put back and noted.
 
 Two views of the same modes, so that neither a patched getter nor a mode set below PyTorch (a
 cuBLAS handle's math mode) hides a change:
@@ -44,6 +45,11 @@ _FLAGS = {
     "mem_efficient_sdp": (_getter("_get_mem_efficient_sdp_enabled"), _getter("_set_sdp_use_mem_efficient")),
     "math_sdp": (_getter("_get_math_sdp_enabled"), _getter("_set_sdp_use_math")),
 }
+# Modes that choose algorithms rather than arithmetic: a candidate that sets one (cudnn.benchmark
+# at import is common in honest code) is not rejected; the harness puts it back before the
+# reference runs (algorithm_changes), so the reference is always timed in the problem's modes.
+ALGORITHM_MODES = ("cudnn.benchmark", "cudnn.deterministic", "deterministic_algorithms", "flash_sdp",
+                   "mem_efficient_sdp", "math_sdp")
 _get_default_dtype = torch.get_default_dtype
 _set_default_dtype = torch.set_default_dtype
 _is_autocast = getattr(torch, "is_autocast_enabled", None)
@@ -97,10 +103,11 @@ def snapshot():
 
 
 def changes(before, with_probe=True):
-    """Names of the modes that differ from `before` (a snapshot), [] when none."""
+    """The numeric modes (those that change arithmetic) that differ from `before` (a snapshot),
+    as "name: old -> new" lines; [] when none. Algorithm modes are not listed (algorithm_changes)."""
     now = flags()
     changed = [f"{k}: {before['flags'].get(k)!r} -> {now.get(k)!r}" for k in sorted(set(before["flags"]) | set(now))
-               if before["flags"].get(k) != now.get(k)]
+               if before["flags"].get(k) != now.get(k) and k not in ALGORITHM_MODES]
     if with_probe:
         p = probe()
         for k in ("matmul", "conv"):
@@ -108,6 +115,13 @@ def changes(before, with_probe=True):
                 changed.append(f"fp32 {k} no longer computes in full fp32 (a value TF32 cannot hold came back "
                                "rounded)")
     return changed
+
+
+def algorithm_changes(before):
+    """The algorithm modes that differ from `before`, as "name: old -> new" lines."""
+    now = flags()
+    return [f"{k}: {before['flags'].get(k)!r} -> {now.get(k)!r}" for k in ALGORITHM_MODES
+            if k in before["flags"] and before["flags"].get(k) != now.get(k)]
 
 
 def restore(before):
