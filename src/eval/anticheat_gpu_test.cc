@@ -344,7 +344,7 @@ TEST_F(AntiCheatRules, TheEnergyWindowsCallsAreChecked) {
   std::cout << "energy_skip: " << cheat.reason << "\n";
 }
 
-// ---- issue 41's red-team round (tests/data/cheats/native/redteam41.tsv) ----
+// ---- the red-team rounds (tests/data/cheats/native/redteam*.tsv) ----
 
 struct RedTeamRow {
   std::string kind, path, task, expected, cheat, description;
@@ -352,14 +352,22 @@ struct RedTeamRow {
 
 std::ostream& operator<<(std::ostream& os, const RedTeamRow& r) { return os << r.path; }
 
+// Every round's table (redteam41.tsv, redteam42.tsv, ...), in name order.
 std::vector<RedTeamRow> redteam_rows() {
   std::vector<RedTeamRow> rows;
-  std::ifstream in(testing::test_data_dir() / "cheats" / "native" / "redteam41.tsv");
-  std::string line;
-  std::getline(in, line);  // the header
-  while (std::getline(in, line)) {
-    auto f = split(line, '\t');
-    if (f.size() >= 6) rows.push_back({f[0], f[1], f[2], f[3], f[4], f[5]});
+  std::vector<fs::path> tables;
+  for (const auto& e : fs::directory_iterator(testing::test_data_dir() / "cheats" / "native"))
+    if (e.path().extension() == ".tsv" && e.path().filename().string().rfind("redteam", 0) == 0)
+      tables.push_back(e.path());
+  std::sort(tables.begin(), tables.end());
+  for (const auto& t : tables) {
+    std::ifstream in(t);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      auto f = split(line, '\t');
+      if (f.size() >= 6) rows.push_back({f[0], f[1], f[2], f[3], f[4], f[5]});
+    }
   }
   return rows;
 }

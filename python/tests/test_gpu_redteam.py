@@ -1,6 +1,6 @@
-"""Issue 41's red-team round on the KernelBench path, on a real GPU: every row of
-tests/data/kernelbench/redteam41.tsv (written by a reader with no stake in the judge, against the
-judge before the judge core) through the current worker.
+"""The red-team rounds on the KernelBench path, on a real GPU: every row of
+tests/data/kernelbench/redteam*.tsv (each written by a reader with no stake in the judge: round 41
+against the judge before the judge core, round 42 against the core) through the current worker.
 
 A cheat passes this test when it is caught (any outcome but ok), or when it is accepted but gains
 nothing: its median is no faster than 0.9 x the honest twin's on the same problem (the trick
@@ -20,7 +20,10 @@ import unittest
 
 import test_gpu_anticheat as ac
 
-MANIFEST = os.path.join(ac.KB, "redteam41.tsv")
+import glob
+
+# Every red-team round's table (redteam41.tsv, redteam42.tsv, ...).
+MANIFESTS = sorted(glob.glob(os.path.join(ac.KB, "redteam*.tsv")))
 # The honest twin each problem's medians are held to.
 TWINS = {"relu.py": ("honest/relu_fast.py", "honest/relu_fast.cu"),
          "gemm.py": ("honest/gemm_fast.py", "honest/gemm_fast.cu"),
@@ -28,9 +31,12 @@ TWINS = {"relu.py": ("honest/relu_fast.py", "honest/relu_fast.cu"),
 
 
 def rows():
-    with open(MANIFEST) as f:
-        header = f.readline().rstrip("\n").split("\t")
-        return [dict(zip(header, line.rstrip("\n").split("\t"))) for line in f if line.strip()]
+    out = []
+    for manifest in MANIFESTS:
+        with open(manifest) as f:
+            header = f.readline().rstrip("\n").split("\t")
+            out += [dict(zip(header, line.rstrip("\n").split("\t"))) for line in f if line.strip()]
+    return out
 
 
 def median_us(report):
@@ -38,7 +44,7 @@ def median_us(report):
     return statistics.median(samples) * 1e6 if samples else 0.0
 
 
-class RedTeam41(unittest.TestCase):
+class RedTeam(unittest.TestCase):
     def test_every_cheat_is_caught_or_gains_nothing_and_every_honest_row_passes(self):
         twins, failures = {}, []
         for row in rows():
