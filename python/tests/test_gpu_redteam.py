@@ -12,6 +12,7 @@ one line per row, `RT41 kind candidate: outcome [cheat] median us (twin us) reas
 the closing note quotes. Run directly (python3 python/tests/test_gpu_redteam41.py) or through
 run_tests.py gpu."""
 
+import glob
 import json
 import os
 import statistics
@@ -19,8 +20,6 @@ import sys
 import unittest
 
 import test_gpu_anticheat as ac
-
-import glob
 
 # Every red-team round's table (redteam41.tsv, redteam42.tsv, ...).
 MANIFESTS = sorted(glob.glob(os.path.join(ac.KB, "redteam*.tsv")))
