@@ -9,7 +9,7 @@ row is a cheat the judge does not catch yet (issue 41's closing note says which 
 it must still be accepted with a gain, so that the day it is caught this test fails and the row
 moves to `cheat`. Prints
 one line per row, `RT41 kind candidate: outcome [cheat] median us (twin us) reason`, the table
-the closing note quotes. Run directly (python3 python/tests/test_gpu_redteam41.py) or through
+the closing note quotes. Run directly (python3 python/tests/test_gpu_redteam.py) or through
 run_tests.py gpu."""
 
 import glob
