@@ -83,7 +83,8 @@ typedef struct kpj_config {
 
 typedef struct kpj_session kpj_session;
 
-/* Opens a session on the current device. NULL on failure, with the reason in err. */
+/* Opens a session on the current device. NULL on failure, with the reason in err. One session is
+ * live at a time in a process: a second kpj_open before the first is closed fails. */
 KPJ_API kpj_session* kpj_open(const kpj_config* config, char* err, size_t err_len);
 
 /* Times `role`: warm-up, then timed calls until the sampling rule stops, each on fresh inputs.
@@ -108,6 +109,11 @@ typedef struct kpj_energy_config {
 KPJ_API int kpj_energy(kpj_session* s, const kpj_energy_config* config, kpj_refresh_fn refresh, kpj_call_fn call,
                        kpj_outputs_fn outputs, void* ctx);
 
+/* The adapter's own stop (a check of its own failed: outcome, reason, cheat), recorded at once:
+ * the first stop of the evaluation is the verdict, no timing is accepted after it, and nothing
+ * said later changes it. */
+KPJ_API void kpj_note_stop(kpj_session* s, const char* outcome, const char* reason, const char* cheat);
+
 /* The session's verdict so far as JSON: {"candidate": TimingReport, "reference": TimingReport,
  * "energy": EnergyReport, "stop": {"outcome","reason","cheat"} or null, "tainted": reason or ""}. Owned by the session,
  * valid until the next call on it. */
@@ -119,6 +125,8 @@ KPJ_API const char* kpj_result_json(kpj_session* s);
  * the session: any later call taints nothing more and returns NULL. Owned by the session. */
 KPJ_API const char* kpj_finish(kpj_session* s, const char* report_json);
 
+/* Frees a session after its verdict; a session without one is not freed (its use by the adapter
+ * goes on; the attempt is recorded and makes the verdict a rejection). */
 KPJ_API void kpj_close(kpj_session* s);
 
 #ifdef __cplusplus

@@ -457,6 +457,9 @@ class Evaluation:
                 self._run(end)
             self.report["outcome"] = "ok"
         except Stop as s:
+            core = getattr(self, "_core", None)
+            if core is not None:  # the first stop is the verdict, whatever runs after this
+                core.note_stop(s.outcome, s.reason, s.cheat)
             self.report["outcome"] = s.outcome
             self.report["reason"] = s.reason
             self.report["cheat"] = s.cheat
@@ -489,16 +492,19 @@ class Evaluation:
                     self.exiting = True
                 guard.restore()
             self.driver_reset()
+            # The last word is the core's: its timings, energy and first stop written over the
+            # report, and a rejection when its API was used out of order. It is taken before the
+            # candidate's objects are freed (their finalizers run then, and find the session
+            # sealed), and the reply is the core's text as it is.
             core = getattr(self, "_core", None)
             self._core = None
-            self._cleanup()  # the candidate's objects go: nothing of it is left to run after this
-            # The last word is the core's: its timings, energy and stops written over the report,
-            # and a rejection when its API was used out of order. The reply is the core's text.
             if core is not None:
                 self.final_json = core.finish(self.report)
                 core.close()
+            self._cleanup()
+            if core is not None:
                 self.report = json.loads(self.final_json)
-                if self.report.get("cheat") in ("harness_tamper", "side_stream", "persisting_l2"):
+                if self.report.get("cheat") in ("harness_tamper", "side_stream", "persisting_l2", "process_mode"):
                     self.exiting = True
         return self.report, self.exiting
 
@@ -625,9 +631,13 @@ class Evaluation:
         self._procs_before_load = set(processes.live_descendants())
         # After the harness's own set-up of loader's globals; the data that decides verdicts is
         # held to its contents too.
+        ref_model = self._m_ref
         self._seal = seal.Seal(values={"compare.TOLERANCE": compare.TOLERANCE,
                                        "eval_options.DEFAULTS": eval_options.DEFAULTS,
-                                       "the evaluation's options": self.options})
+                                       "the evaluation's options": self.options},
+                               probes={"PyTorch's global module hooks": modes.global_module_hooks,
+                                       "the reference model's hooks, parameters or buffers":
+                                           lambda: modes.model_state(ref_model)})
         try:
             cand = pb.Candidate(self.candidate_path, self.build_dir)
         except pb.CandidateLoadError as e:
@@ -693,6 +703,7 @@ class Evaluation:
                     self.report["mutated_input"] = f"input {i}"
                     raise Stop("incorrect", f"the candidate wrote to input {i} (it differs from a copy taken before "
                                             "the call); inputs are read-only", cheat="input_mutation")
+            before_reference = _fingerprint(out)
             try:
                 want = outputs_of(call_ref(pristine), "the reference")
                 _sync()
@@ -701,6 +712,10 @@ class Evaluation:
                 raise
             except Exception as e:
                 raise problem_failure(e, "the problem's reference", reference_failed=True)
+            if _fingerprint(out) != before_reference:
+                raise Stop("rejected", f"the output of trial {t + 1} changed while the reference ran, after the "
+                                       "candidate's call had returned: its work was finished by other code later",
+                           cheat="batched_calls")
             try:
                 self._compare(out, want, f"in trial {t + 1}", pristine, init)
             except Stop as st:

@@ -79,13 +79,13 @@ _LIB = None
 # The library's functions, module globals once loaded: the Seal (seal.py) holds every global of
 # this module to its identity, so a candidate that rebinds one (or the CDLL's attribute they came
 # from) changes nothing the harness calls, and is caught.
-_kpj_open = _kpj_time = _kpj_energy = _kpj_result_json = _kpj_finish = _kpj_close = None
+_kpj_open = _kpj_time = _kpj_energy = _kpj_note_stop = _kpj_result_json = _kpj_finish = _kpj_close = None
 
 
 def _load():
     """The library with its signatures set, loaded once (before any candidate code runs: the
     worker opens its first session then)."""
-    global _LIB, _kpj_open, _kpj_time, _kpj_energy, _kpj_result_json, _kpj_finish, _kpj_close
+    global _LIB, _kpj_open, _kpj_time, _kpj_energy, _kpj_note_stop, _kpj_result_json, _kpj_finish, _kpj_close
     if _LIB is None:
         path = library_path()
         if path is None:
@@ -99,6 +99,8 @@ def _load():
         lib.kpj_energy.restype = ctypes.c_int
         lib.kpj_energy.argtypes = [ctypes.c_void_p, ctypes.POINTER(EnergyConfig), REFRESH_FN, CALL_FN, OUTPUTS_FN,
                                    ctypes.c_void_p]
+        lib.kpj_note_stop.restype = None
+        lib.kpj_note_stop.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]
         lib.kpj_result_json.restype = ctypes.c_char_p
         lib.kpj_result_json.argtypes = [ctypes.c_void_p]
         lib.kpj_finish.restype = ctypes.c_char_p
@@ -106,7 +108,7 @@ def _load():
         lib.kpj_close.restype = None
         lib.kpj_close.argtypes = [ctypes.c_void_p]
         _kpj_open, _kpj_time, _kpj_energy = lib.kpj_open, lib.kpj_time, lib.kpj_energy
-        _kpj_result_json = lib.kpj_result_json
+        _kpj_result_json, _kpj_note_stop = lib.kpj_result_json, lib.kpj_note_stop
         _kpj_finish, _kpj_close = lib.kpj_finish, lib.kpj_close
         _LIB = lib
     return _LIB
@@ -234,6 +236,12 @@ class Core:
         if rc == CALL_OK:
             return None
         return self.result()
+
+    def note_stop(self, outcome, reason, cheat):
+        """The adapter's own stop, recorded by the core at once (kpj_note_stop): the first stop is
+        the verdict, and no timing is accepted after it."""
+        _kpj_note_stop(self.handle, str(outcome).encode(), str(reason).encode(errors="replace"),
+                       str(cheat or "").encode())
 
     def result(self):
         return json.loads(_kpj_result_json(self.handle).decode())

@@ -2,7 +2,8 @@
 
 A mode that a candidate switches for the whole process (TF32 for fp32 matmuls and convolutions,
 reduced-precision reductions, the default dtype, autocast, cuDNN's algorithm choice)
-changes the reference too: the reference then computes in the candidate's mode, its outputs match
+changes the reference too (and so does a torch-function or dispatch mode left on the stack): the
+reference then computes in the candidate's mode, its outputs match
 a downgraded candidate's, and its timing is not the problem's. So the harness records the modes
 before any candidate code runs and checks them after each phase and after each candidate call;
 a change of arithmetic is a rejection (process_mode), and the modes are put back before anything
@@ -60,6 +61,17 @@ _eye = torch.eye
 _ones = torch.ones
 
 
+_function_mode_depth = getattr(_C, "_len_torch_function_stack", None)
+_dispatch_mode_depth = getattr(_C, "_len_torch_dispatch_stack", None)
+
+
+def _depth(fn):
+    try:
+        return int(fn()) if fn is not None else -1
+    except Exception:
+        return -1
+
+
 def _autocast_cuda():
     if _is_autocast is None:
         return False
@@ -80,6 +92,11 @@ def flags():
                 continue
     out["default_dtype"] = str(_get_default_dtype())
     out["autocast.cuda"] = _autocast_cuda()
+    # A torch-function or dispatch mode left on the stack runs inside every PyTorch call of the
+    # harness, the reference's and the input draws' (issue 41's second red team precomputed a
+    # GEMM inside get_inputs() this way).
+    out["torch_function_mode_stack"] = _depth(_function_mode_depth)
+    out["torch_dispatch_mode_stack"] = _depth(_dispatch_mode_depth)
     return out
 
 
@@ -95,6 +112,44 @@ def probe():
         w[:, 0] = 1.0
         c = float(_conv2d(x, w)[0, 0, 0, 0])
     return {"matmul": m == v, "conv": c == v}
+
+
+_MODULE_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+                      "_global_backward_pre_hooks", "_global_forward_hooks_always_called",
+                      "_global_forward_hooks_with_kwargs", "_global_module_registration_hooks",
+                      "_global_parameter_registration_hooks", "_global_buffer_registration_hooks")
+_module_globals = vars(torch.nn.modules.module)
+
+
+def global_module_hooks():
+    """PyTorch's process-wide module hooks: every (dict, key, hook) there. A global forward hook
+    or pre-hook runs inside the reference's forward (issue 41's second red team: one made the
+    reference return what the candidate returned, another finished the candidate's deferred work
+    while the reference ran)."""
+    out = []
+    for name in _MODULE_HOOK_DICTS:
+        d = _module_globals.get(name)
+        if isinstance(d, dict):
+            out.extend((name, k, id(v)) for k, v in d.items())
+    return tuple(out)
+
+
+def model_state(model):
+    """What a model computes with, besides its code: every submodule's hooks, every parameter's
+    storage and version counter (an in-place write bumps it) and every buffer's storage (not its
+    version: a KernelBench model runs in training mode, and batch norm updates its running
+    statistics in place on every forward)."""
+    hooks, tensors = [], []
+    for mname, m in model.named_modules():
+        for attr in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"):
+            d = getattr(m, attr, None)
+            if isinstance(d, dict):
+                hooks.extend((mname, attr, k, id(v)) for k, v in d.items())
+    for name, t in model.named_parameters():
+        tensors.append((name, t.data_ptr(), t._version, tuple(t.shape), str(t.dtype)))
+    for name, t in model.named_buffers():
+        tensors.append((name, t.data_ptr(), tuple(t.shape), str(t.dtype)))
+    return tuple(hooks), tuple(tensors)
 
 
 def snapshot():

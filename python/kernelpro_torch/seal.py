@@ -67,11 +67,21 @@ def _hooks():
             "threading profile": id(getattr(threading, "_profile_hook", None))}
 
 
+def _probe(fn):
+    try:
+        return fn()
+    except Exception as e:  # a probe that fails now did not before: something changed
+        return ("failed", type(e).__name__)
+
+
 class Seal:
-    def __init__(self, values=None):
+    def __init__(self, values=None, probes=None):
         """`values`: {name: a harness data object (a dict of options, a tolerance table)} whose
-        contents must not change while the candidate runs; kept as a copy of its repr."""
+        contents must not change while the candidate runs; kept as a copy of its repr.
+        `probes`: {name: a function of no argument} whose result must not change (the reference
+        model's hooks and parameters, PyTorch's global hooks)."""
         self.values = {name: (obj, repr(obj)) for name, obj in (values or {}).items()}
+        self.probes = {name: (fn, fn()) for name, fn in (probes or {}).items()}
         self.hooks = _hooks()
         self.gc_callbacks = list(gc.callbacks)
         # (name, owner, attribute, the object kept alive, its fingerprint); owner is a module, a
@@ -111,6 +121,7 @@ class Seal:
         changed = [name for name, owner, attr, _, fp in self.entries
                    if _fingerprint(_namespace(owner).get(attr)) != fp]
         changed += [f"the contents of {name}" for name, (obj, text) in self.values.items() if repr(obj) != text]
+        changed += [name for name, (fn, seen) in self.probes.items() if _probe(fn) != seen]
         now = _hooks()
         changed += [f"{name} (a hook that runs code inside the harness)" for name in self.hooks
                     if now[name] != self.hooks[name]]

@@ -14,6 +14,11 @@ struct kpj_session {
   std::string last;  // the string the last kpj_result_json or kpj_finish returned
 };
 
+namespace {
+// The one live session of this process (kpj_open refuses a second one).
+kpj_session* live = nullptr;
+}  // namespace
+
 extern "C" {
 
 kpj_session* kpj_open(const kpj_config* config, char* err, size_t err_len) {
@@ -27,6 +32,10 @@ kpj_session* kpj_open(const kpj_config* config, char* err, size_t err_len) {
     write_err("kpj_open: no config");
     return nullptr;
   }
+  if (live) {
+    write_err("kpj_open: a session is already open in this process; close it after its verdict first");
+    return nullptr;
+  }
   auto* s = new (std::nothrow) kpj_session;
   if (!s) return nullptr;
   s->session = std::make_unique<kp::judge::Session>(*config);
@@ -35,35 +44,49 @@ kpj_session* kpj_open(const kpj_config* config, char* err, size_t err_len) {
     delete s;
     return nullptr;
   }
+  live = s;
   return s;
+}
+
+void kpj_note_stop(kpj_session* s, const char* outcome, const char* reason, const char* cheat) {
+  if (!s || s != live) return;
+  s->session->note_stop(outcome ? outcome : "", reason ? reason : "", cheat ? cheat : "");
 }
 
 int kpj_time(kpj_session* s, int32_t role, kpj_refresh_fn refresh, kpj_call_fn call, kpj_outputs_fn outputs,
              void* ctx) {
-  if (!s || !refresh || !call || !outputs) return 2;
+  if (!s || s != live || !refresh || !call || !outputs) return 2;
   return s->session->time(role, {refresh, call, outputs, ctx});
 }
 
 int kpj_energy(kpj_session* s, const kpj_energy_config* config, kpj_refresh_fn refresh, kpj_call_fn call,
                kpj_outputs_fn outputs, void* ctx) {
-  if (!s || !config || !refresh || !call || !outputs) return 2;
+  if (!s || s != live || !config || !refresh || !call || !outputs) return 2;
   return s->session->energy(*config, {refresh, call, outputs, ctx});
 }
 
 const char* kpj_result_json(kpj_session* s) {
-  if (!s) return nullptr;
+  if (!s || s != live) return nullptr;
   s->last = s->session->result_json();
   return s->last.c_str();
 }
 
 const char* kpj_finish(kpj_session* s, const char* report_json) {
-  if (!s || !report_json) return nullptr;
+  if (!s || s != live || !report_json) return nullptr;
   auto r = s->session->finish(report_json);
   if (!r) return nullptr;
   s->last = std::move(*r);
   return s->last.c_str();
 }
 
-void kpj_close(kpj_session* s) { delete s; }
+void kpj_close(kpj_session* s) {
+  if (!s || s != live) return;
+  if (!s->session->finished()) {
+    s->session->taint("the judge core's session was closed before its verdict");
+    return;
+  }
+  live = nullptr;
+  delete s;
+}
 
 }  // extern "C"

@@ -148,6 +148,14 @@ void Session::taint(const std::string& why) {
   if (tainted_.empty()) tainted_ = why;
 }
 
+void Session::note_stop(std::string outcome, std::string reason, std::string cheat) {
+  if (finished_) {
+    taint("a stop was reported to the judge core after its verdict");
+    return;
+  }
+  stop(std::move(outcome), std::move(reason), std::move(cheat));
+}
+
 int Session::stop(std::string outcome, std::string reason, std::string cheat) {
   if (!stop_) stop_ = CoreStop{std::move(outcome), std::move(reason), std::move(cheat)};
   return 2;
@@ -279,6 +287,10 @@ int Session::check_outputs(int k, const kpj_tensors& got, const Callbacks& cb, i
     return stop("incorrect", fmt::format("timed call {} wrote to its inputs (their fingerprint changed); inputs are "
                                          "read-only", index),
                 "input_mutation");
+  // The candidate's outputs as its call left them: they must be the same after the reference
+  // has run (nothing of the candidate's may finish its work while the reference runs).
+  auto outputs_before = fingerprint(got);
+  if (!outputs_before) return harness_failure(cudaGetLastError(), "fingerprinting the outputs");
   kpj_tensors want{};
   in_callback_ = true;
   int rc = cb.call(cb.ctx, KPJ_REFERENCE, k);
@@ -286,6 +298,14 @@ int Session::check_outputs(int k, const kpj_tensors& got, const Callbacks& cb, i
   in_callback_ = false;
   if (rc != KPJ_CALL_OK) return KPJ_CALLBACK_FAILED;
   if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) return harness_failure(e, "the reference's call");
+  auto outputs_after = fingerprint(got);
+  if (!outputs_after) return harness_failure(cudaGetLastError(), "fingerprinting the outputs");
+  if (*outputs_after != *outputs_before)
+    return stop("rejected",
+                fmt::format("the outputs of timed call {} changed while the reference ran, after the call had "
+                            "returned: its work was finished by other code later (deferred), not by the timed call",
+                            index),
+                "batched_calls");
   if (!valid(want)) return stop("runtime_error", "the adapter described the reference's outputs badly");
   if (want.count != got.count)
     return stop("rejected",
@@ -512,6 +532,12 @@ int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) 
   cudaMemGetInfo(&free_bytes, &total_bytes);
   int checks = eval::kEnergyChecks;
   while (checks > 0 && out_bytes * static_cast<size_t>(checks) > free_bytes / 8) --checks;
+  if (checks == 0) {
+    // A window none of whose calls can be checked is not measured (a candidate that holds the
+    // device's memory would otherwise switch the checks off).
+    e.unavailable_reason = "not measured: too little free device memory to check the window's calls";
+    return 0;
+  }
   std::vector<void*> copies(static_cast<size_t>(checks), nullptr);
   struct Pick {
     int64_t call = 0;
@@ -710,7 +736,9 @@ std::optional<std::string> Session::finish(const std::string& report_json) {
                      {"inputs_seen", seen_inputs_.size()},
                      {"energy_gpu_utilization_pct", gpu_utilization_pct_}};
   const std::string outcome = r.value("outcome", std::string());
-  if (stop_ && (outcome == "ok" || outcome.empty() || outcome == stop_->outcome)) {
+  // The first stop of the evaluation is the verdict: the core's own, or the adapter's, reported
+  // the moment it happened (kpj_note_stop), whatever the report says now.
+  if (stop_) {
     r["outcome"] = stop_->outcome;
     r["reason"] = stop_->reason;
     r["cheat"] = stop_->cheat;

@@ -81,6 +81,11 @@ class Session {
   // Marks an out-of-order use of the API (kept: the first reason wins).
   void taint(const std::string& why);
 
+  // kpj_note_stop: the adapter's own stop, kept unless the core stopped first.
+  void note_stop(std::string outcome, std::string reason, std::string cheat);
+
+  bool finished() const { return finished_; }
+
  private:
   int time_inner(int role, const Callbacks& cb);
   // Calls refresh for set k with a fresh seed and fingerprints the inputs it describes.

@@ -66,7 +66,10 @@ MaybeStop NativeEvaluator::Impl::time_library(const CandidateLibrary& lib, Devic
   }
   timing->warmup_calls = std::max(options->warmup_calls, 1);
   double t_est = std::max(eval::summarize(estimate).median, 1e-7);
-  if (eval::use_graph_replay(t_est, *options)) {
+  // Graph replay only where every call of the graph gets buffers of its own: shared sets would
+  // let a call copy another's result (issue 41's second red team filled the device's memory to
+  // force that). Short calls have small tensors; when even those do not fit, events it is.
+  if (eval::use_graph_replay(t_est, *options) && ensure_graph_outputs(std::max(options->graph_calls, 1))) {
     MaybeStop g = time_with_graph(lib, workspace, role, timing, report);
     if (g && g->outcome == Outcome::kOk && candidate) {
       // An honest candidate (launches on args->stream only, no sync or allocation in kp_run)
