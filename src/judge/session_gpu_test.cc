@@ -6,6 +6,7 @@
 #include "judge/session.h"
 
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <cstring>
 #include <string>
@@ -201,6 +202,43 @@ TEST_F(JudgeSessionGpu, ACallbackThatReentersTheCoreTaintsIt) {
   EXPECT_EQ(a_.reentered, "refused");
   EXPECT_EQ(r["outcome"], "rejected");
   EXPECT_EQ(r["cheat"], "harness_tamper");
+}
+
+TEST_F(JudgeSessionGpu, AnAdaptersStopIsTheVerdictAndNoTimingFollowsIt) {
+  Session s(config_);
+  s.note_stop("rejected", "no kernel of its own ran", "no_custom_kernel");
+  // A candidate's code that times "itself" after its rejection (a finalizer, say) gets nothing.
+  EXPECT_EQ(s.time(KPJ_CANDIDATE, {refresh, call, outputs, &a_}), 2);
+  auto r = nlohmann::json::parse(*s.finish(R"({"outcome":"ok","reason":"","cheat":""})"));
+  EXPECT_EQ(r["outcome"], "rejected");
+  EXPECT_EQ(r["cheat"], "no_custom_kernel");
+  EXPECT_FALSE(r.contains("timing"));
+}
+
+TEST_F(JudgeSessionGpu, TheCApiHasOneLiveSessionThatIsNotClosedBeforeItsVerdict) {
+  void* lib = dlopen((std::string(KP_BINARY_DIR) + "/libkp_judge.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto open = reinterpret_cast<kpj_session* (*)(const kpj_config*, char*, size_t)>(dlsym(lib, "kpj_open"));
+  auto finish = reinterpret_cast<const char* (*)(kpj_session*, const char*)>(dlsym(lib, "kpj_finish"));
+  auto close = reinterpret_cast<void (*)(kpj_session*)>(dlsym(lib, "kpj_close"));
+  char err[256] = {};
+  kpj_session* first = open(&config_, err, sizeof err);
+  ASSERT_NE(first, nullptr) << err;
+  EXPECT_EQ(open(&config_, err, sizeof err), nullptr) << "a second session beside the harness's";
+  EXPECT_NE(std::string(err).find("already open"), std::string::npos) << err;
+  close(first);  // before its verdict: refused, and the verdict says so
+  const char* verdict = finish(first, R"({"outcome":"ok"})");
+  ASSERT_NE(verdict, nullptr);
+  auto r = nlohmann::json::parse(verdict);
+  EXPECT_EQ(r["cheat"], "harness_tamper");
+  EXPECT_NE(r["reason"].get<std::string>().find("closed before its verdict"), std::string::npos) << r["reason"];
+  close(first);
+  kpj_session* next = open(&config_, err, sizeof err);
+  EXPECT_NE(next, nullptr) << "after the verdict and the close, the next evaluation opens its own: " << err;
+  if (next) {
+    finish(next, "{}");
+    close(next);
+  }
 }
 
 TEST_F(JudgeSessionGpu, AReportOfOkWithoutTheCandidateTimedIsATamper) {
