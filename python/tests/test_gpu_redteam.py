@@ -3,12 +3,13 @@ tests/data/kernelbench/redteam*.tsv (each written by a reader with no stake in t
 against the judge before the judge core, round 42 against the core) through the current worker.
 
 A cheat passes this test when it is caught (any outcome but ok), or when it is accepted but gains
-nothing: its median is no faster than 0.9 x the honest twin's on the same problem (the trick
+nothing: its median is no faster than 0.9 x the honest twin's on the same problem, and where the
+energy window ran, its joules per call no lower than 0.9 x the twin's (the trick
 found nothing to exploit, and what was timed is real work). An honest row must be ok. An `open`
 row is a cheat the judge does not catch yet (issue 41's closing note says which class and why):
 it must still be accepted with a gain, so that the day it is caught this test fails and the row
 moves to `cheat`. Prints
-one line per row, `RT41 kind candidate: outcome [cheat] median us (twin us) reason`, the table
+one line per row, `RT kind candidate: outcome [cheat] median (twin) energy (twin) reason`, the table
 the closing note quotes. Run directly (python3 python/tests/test_gpu_redteam.py) or through
 run_tests.py gpu."""
 
@@ -43,6 +44,12 @@ def median_us(report):
     return statistics.median(samples) * 1e6 if samples else 0.0
 
 
+def joules(report):
+    """Joules per call when the energy window measured them, else 0."""
+    e = report.get("energy") or {}
+    return float(e.get("joules_per_call", 0.0)) if e.get("measured") else 0.0
+
+
 class RedTeam(unittest.TestCase):
     def test_every_cheat_is_caught_or_gains_nothing_and_every_honest_row_passes(self):
         twins, failures = {}, []
@@ -53,17 +60,19 @@ class RedTeam(unittest.TestCase):
             lib = None if row["library"] in ("", "-") else row["library"]
             extra = json.loads(row["options"] or "{}")
             r, _ = ac.run(row["problem"], cand, lib, extra)
-            med = median_us(r)
-            twin_us = 0.0
+            med, j = median_us(r), joules(r)
+            twin_us, twin_j = 0.0, 0.0
             if row["problem"] in TWINS:
                 key = (row["problem"], json.dumps(extra, sort_keys=True))
                 if key not in twins:
                     t, _ = ac.run(row["problem"], *TWINS[row["problem"]], extra)
-                    twins[key] = median_us(t) if t["outcome"] == "ok" else 0.0
-                twin_us = twins[key]
-            ac.log(f"RT41 {row['kind']} {cand}: {r['outcome']} [{r['cheat']}] median {med:.1f} us "
-                   f"(twin {twin_us:.1f} us) {r['reason'][:300]!r}")
-            gained = r["outcome"] == "ok" and (twin_us <= 0 or med < 0.9 * twin_us)
+                    twins[key] = (median_us(t), joules(t)) if t["outcome"] == "ok" else (0.0, 0.0)
+                twin_us, twin_j = twins[key]
+            ac.log(f"RT {row['kind']} {cand}: {r['outcome']} [{r['cheat']}] median {med:.1f} us (twin {twin_us:.1f} us)"
+                   f" energy {j:.4g} J (twin {twin_j:.4g} J) {r['reason'][:300]!r}")
+            # A gain in time, or in energy where the window measured both.
+            gained = r["outcome"] == "ok" and (twin_us <= 0 or med < 0.9 * twin_us or
+                                                (j > 0 and twin_j > 0 and j < 0.9 * twin_j))
             if row["kind"] == "honest":
                 if r["outcome"] != "ok":
                     failures.append(f"honest {cand} rejected: {r['outcome']} [{r['cheat']}] {r['reason'][:300]}")

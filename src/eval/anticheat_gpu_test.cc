@@ -372,7 +372,7 @@ std::vector<RedTeamRow> redteam_rows() {
   return rows;
 }
 
-class RedTeam41 : public ::testing::TestWithParam<RedTeamRow> {
+class RedTeam : public ::testing::TestWithParam<RedTeamRow> {
  protected:
   static void SetUpTestSuite() { AntiCheatGpu::SetUpSuite(); }
   static void TearDownTestSuite() { AntiCheatGpu::TearDownSuite(); }
@@ -384,7 +384,7 @@ class RedTeam41 : public ::testing::TestWithParam<RedTeamRow> {
 // A cheat must not be accepted (its row names the outcomes a correct judge gives, any class);
 // an honest twin must pass. Rows about the graph-timed gelu run on testing::tiny_gelu; the one
 // about the energy window runs with the window on.
-TEST_P(RedTeam41, IsJudgedAsARowOfTheTableSays) {
+TEST_P(RedTeam, IsJudgedAsARowOfTheTableSays) {
   const RedTeamRow& row = GetParam();
   const bool tiny = row.description.find("tiny_gelu") != std::string::npos;
   const bool energy = row.path.find("energy") != std::string::npos;
@@ -399,26 +399,46 @@ TEST_P(RedTeam41, IsJudgedAsARowOfTheTableSays) {
     e = own.get();
   }
   EvalResult r = AntiCheatGpu::run(*e, task, testing::test_data_dir() / row.path);
-  std::cout << "RT41 native " << row.kind << " " << row.path << ": " << to_string(r.outcome) << " [" << r.cheat
+  std::cout << "RT native " << row.kind << " " << row.path << ": " << to_string(r.outcome) << " [" << r.cheat
             << "] median " << r.time.median * 1e6 << " us: " << r.reason.substr(0, 300) << "\n";
   if (row.kind == "honest") {
     EXPECT_EQ(r.outcome, Outcome::kOk) << r.reason;
-  } else if (r.outcome == Outcome::kOk) {
-    // Accepted: the trick found nothing to exploit (every call had fresh inputs), and what was
-    // timed is real work, no faster than the task's seed on the same task, same run.
-    // The tiny gelu task has the gelu example's seed.
-    const double twin = seed_median(task, testing::examples_dir() / (tiny ? "gelu" : row.task) / "seed.cu");
-    std::cout << "RT41 native " << row.path << " accepted at " << r.time.median * 1e6 << " us against the seed's "
-              << twin * 1e6 << " us\n";
+    return;
+  }
+  // Accepted, a cheat must gain nothing against the task's seed on the same task in the same run:
+  // not in time, and where the energy window ran, not in joules per call.
+  bool gained = false;
+  if (r.outcome == Outcome::kOk) {
+    const fs::path seed = testing::examples_dir() / (tiny ? "gelu" : row.task) / "seed.cu";  // tiny gelu: gelu's
+    const double twin = seed_median(task, seed);
     EXPECT_GT(twin, 0);
-    EXPECT_GE(r.time.median, kGainsNothing * twin) << row.path << " was accepted and gained (" << row.description << ")";
+    gained = r.time.median < kGainsNothing * twin;
+    std::cout << "RT native " << row.path << " accepted at " << r.time.median * 1e6 << " us against the seed's "
+              << twin * 1e6 << " us";
+    if (energy && r.report && r.report->energy && r.report->energy->measured) {
+      EvalResult s = AntiCheatGpu::run(*e, task, seed);
+      if (s.report && s.report->energy && s.report->energy->measured) {
+        gained = gained || r.report->energy->joules_per_call < kGainsNothing * s.report->energy->joules_per_call;
+        std::cout << ", " << r.report->energy->joules_per_call << " J a call against " << s.report->energy->joules_per_call;
+      }
+    }
+    std::cout << "\n";
+  }
+  if (row.kind == "open") {
+    // A cheat the judge does not catch yet (the closing note says which class): the day it is
+    // caught, this fails and its row becomes a cheat.
+    EXPECT_TRUE(r.outcome == Outcome::kOk && gained) << row.path << " is no longer accepted with a gain: make it a cheat";
+    return;
+  }
+  if (r.outcome == Outcome::kOk) {
+    EXPECT_FALSE(gained) << row.path << " was accepted and gained (" << row.description << ")";
   } else {
     EXPECT_NE(row.expected.find(std::string(to_string(r.outcome))), std::string::npos)
         << row.path << ": " << to_string(r.outcome) << " [" << r.cheat << "] " << r.reason;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Native, RedTeam41, ::testing::ValuesIn(redteam_rows()),
+INSTANTIATE_TEST_SUITE_P(Native, RedTeam, ::testing::ValuesIn(redteam_rows()),
                          [](const ::testing::TestParamInfo<RedTeamRow>& info) {
                            return fs::path(info.param.path).stem().string();
                          });
