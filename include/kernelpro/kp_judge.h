@@ -2,8 +2,8 @@
  *
  * The measurement and its checks, once, in native code: an adapter (the KernelBench worker in
  * Python, through ctypes) opens a session before the candidate is loaded, then hands the core two
- * callbacks: one that gives an input set fresh contents, one that makes one call of the candidate
- * or the reference on a set, and one that describes what that call returned. The core draws the seeds, flushes L2, records the events, keeps the
+ * three callbacks: one that gives an input set fresh contents, one that makes one call of the
+ * candidate or the reference on a set, and one that describes what that call returned. The core draws the seeds, flushes L2, records the events, keeps the
  * samples, fingerprints the inputs before and after every call, compares every timed output with
  * the reference's on the GPU, applies the sampling rule, the escaped-work and physics-floor checks,
  * and decides. Its state lives in this library's memory, not in any Python object, and the
@@ -79,6 +79,7 @@ typedef struct kpj_config {
   uint64_t l2_bytes;        /* the GPU's L2; the flush buffer reads at least twice that */
   double tolerance[7][3];   /* atol, rtol, rel_norm per dtype code */
   int32_t reference_only;   /* 1: no candidate in this session (its verdict may be ok untimed) */
+  uint64_t seed_space;      /* seeds handed to refresh are below this (0: any 64-bit value) */
 } kpj_config;
 
 typedef struct kpj_session kpj_session;
@@ -120,9 +121,11 @@ KPJ_API void kpj_note_stop(kpj_session* s, const char* outcome, const char* reas
 KPJ_API const char* kpj_result_json(kpj_session* s);
 
 /* The adapter's report (a WorkerReport JSON object) with the core's decisions written over it:
- * "timing", "reference_timing", "reference_seconds", "energy", "physics_floor_s"/"_basis", and, when the
- * core stopped the evaluation or the session is tainted, "outcome", "reason" and "cheat". Seals
- * the session: any later call taints nothing more and returns NULL. Owned by the session. */
+ * "timing", "reference_timing", "reference_seconds", "energy" (only what the core measured),
+ * "physics_floor_s"/"_basis", and, when the evaluation stopped (the core's stop or the adapter's
+ * noted one, whichever came first) or the session is tainted, "outcome", "reason" and "cheat".
+ * Seals the session: a later call returns NULL. Refused (NULL, tainted) from inside a callback.
+ * Owned by the session. */
 KPJ_API const char* kpj_finish(kpj_session* s, const char* report_json);
 
 /* Frees a session after its verdict; a session without one is not freed (its use by the adapter

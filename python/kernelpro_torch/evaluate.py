@@ -296,7 +296,7 @@ def time_reference(dev, prob, model, options, device, dtype, who="the reference"
         def refresh(k, seed):
             sets.pop(k, None)
             try:
-                sets[k] = prob.inputs(seed % (2 ** 32 - 1), device, dtype)
+                sets[k] = prob.inputs(seed, device, dtype)
             except Exception as e:
                 raise problem_failure(e, "the problem's get_inputs()", reference_failed=True)
             return sets[k]
@@ -319,6 +319,7 @@ def time_reference(dev, prob, model, options, device, dtype, who="the reference"
         return core.result()["reference"]
     finally:
         if own:
+            core.finish({})  # a session is closed after its verdict
             core.close()
 
 
@@ -475,21 +476,30 @@ class Evaluation:
             self.report["outcome"] = "crash"
             self.report["reason"] = _describe_exception(e, "the kernelpro worker")
             self.exiting = context_lost()
+            core = getattr(self, "_core", None)
+            if core is not None:
+                core.note_stop("crash", self.report["reason"], "")
         finally:
             # Before the report leaves: a harness changed at any point (even after the last
             # phase) makes the verdict a rejection, and the harness's own code and hooks are put
             # back for the reply. Such a worker is not used again.
             sealed = getattr(self, "_seal", None)
             found = sealed.check() if sealed is not None else None
+            core = getattr(self, "_core", None)
             if found:
                 self.report.update(outcome="rejected", reason=found[1], cheat=found[0])
                 self.exiting = True
+                if core is not None:
+                    core.note_stop("rejected", found[1], found[0])
             if sealed is not None:
                 sealed.restore()
             guard = getattr(self, "_guard", None)
             if guard is not None:
-                if guard.check():
+                late = guard.check()
+                if late:
                     self.exiting = True
+                    if core is not None:
+                        core.note_stop("rejected", late[1], late[0])
                 guard.restore()
             self.driver_reset()
             # The last word is the core's: its timings, energy and first stop written over the
@@ -703,7 +713,7 @@ class Evaluation:
                     self.report["mutated_input"] = f"input {i}"
                     raise Stop("incorrect", f"the candidate wrote to input {i} (it differs from a copy taken before "
                                             "the call); inputs are read-only", cheat="input_mutation")
-            before_reference = _fingerprint(out)
+            before_reference = _bits(out)
             try:
                 want = outputs_of(call_ref(pristine), "the reference")
                 _sync()
@@ -712,7 +722,7 @@ class Evaluation:
                 raise
             except Exception as e:
                 raise problem_failure(e, "the problem's reference", reference_failed=True)
-            if _fingerprint(out) != before_reference:
+            if _bits(out) != before_reference:
                 raise Stop("rejected", f"the output of trial {t + 1} changed while the reference ran, after the "
                                        "candidate's call had returned: its work was finished by other code later",
                            cheat="batched_calls")
@@ -823,7 +833,7 @@ class Evaluation:
         def refresh(k, seed):
             sets.pop(k, None)
             try:
-                sets[k] = prob.inputs(seed % (2 ** 32 - 1), device, self.dtype)
+                sets[k] = prob.inputs(seed, device, self.dtype)
             except Exception as e:
                 raise problem_failure(e, "the problem's get_inputs()", reference_failed=True)
             return sets[k]
@@ -855,7 +865,10 @@ class Evaluation:
             return _contiguous(got)
 
         self._callbacks = (refresh, call, outputs)  # the energy window's too
-        stopped = core_stop(self._core.time(judge.CANDIDATE, refresh, call, outputs))
+        try:
+            stopped = core_stop(self._core.time(judge.CANDIDATE, refresh, call, outputs))
+        except judge.Unsupported as e:
+            raise Stop("runtime_error", f"the judge core cannot take this call's tensors: {e}")
         if stopped is not None:
             raise stopped
         timing = self._core.result()["candidate"]
@@ -1022,6 +1035,16 @@ def _fingerprint(outs):
         flat = o.reshape(-1)
         fp.append((tuple(o.shape), float(flat.sum(dtype=torch.float64)) if o.numel() else 0.0,
                    tuple(flat[:1024].double().cpu().tolist())))
+    return fp
+
+
+def _bits(outs):
+    """A cheap identity of the outputs' bits (NaN payloads included): per output, the sum of its
+    words as integers and its first 1024 words."""
+    fp = []
+    for o in outs:
+        w = o.detach().reshape(-1).view(_int_of(o.dtype)) if o.is_floating_point() else o.detach().reshape(-1)
+        fp.append((tuple(o.shape), int(w.sum(dtype=torch.int64)) if w.numel() else 0, tuple(w[:1024].cpu().tolist())))
     return fp
 
 

@@ -25,6 +25,9 @@ CANDIDATE, REFERENCE = 0, 1
 CALL_OK, CALLBACK_FAILED = 0, 1
 CORE_STOPPED = 2
 LIBRARY_ENV = "KP_JUDGE_LIBRARY"
+# Seeds the core hands to refresh are below this: KernelBench's set_seed seeds NumPy too, which
+# takes 32 bits. The core never hands out one seed twice.
+SEED_SPACE = 2 ** 32 - 1
 
 # kp_abi.h dtype codes. One-byte integer outputs compare exactly, as bool does.
 DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.int32: 3, torch.int64: 4,
@@ -47,7 +50,8 @@ class Config(ctypes.Structure):
                 ("timing_cap_s", ctypes.c_double), ("wall_ratio", ctypes.c_double),
                 ("wall_slack_us", ctypes.c_double), ("physics_margin", ctypes.c_double),
                 ("dram_bytes_per_s", ctypes.c_double), ("l2_bytes", ctypes.c_uint64),
-                ("tolerance", (ctypes.c_double * 3) * 7), ("reference_only", ctypes.c_int32)]
+                ("tolerance", (ctypes.c_double * 3) * 7), ("reference_only", ctypes.c_int32),
+                ("seed_space", ctypes.c_uint64)]
 
 
 REFRESH_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.c_uint64, ctypes.POINTER(Tensors))
@@ -146,6 +150,17 @@ def storage_view(t):
     return torch.empty(0, dtype=torch.uint8, device=t.device).set_(s, 0, (s.nbytes(),), (1,))
 
 
+def _finite(x):
+    """x with every NaN or infinity made None (strict JSON for the core's parser)."""
+    if isinstance(x, float):
+        return x if x == x and x not in (float("inf"), float("-inf")) else None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
+
+
 class Core:
     """One session of the judge core. `options` holds EvalOptions fields (eval_options's
     options_with_defaults), `dev` is evaluate.Device, `tolerance` maps a torch dtype to
@@ -174,6 +189,7 @@ class Core:
                 for j, v in enumerate(tolerance(dtype)):
                     c.tolerance[code][j] = float(v)
         c.reference_only = 1 if reference_only else 0
+        c.seed_space = SEED_SPACE
         err = ctypes.create_string_buffer(1024)
         self.handle = _kpj_open(ctypes.byref(c), err, len(err))
         if not self.handle:
@@ -201,6 +217,7 @@ class Core:
 
         def on_refresh(_ctx, k, seed, out):
             try:
+                keep.pop(("in", int(k)), None)  # the set's previous inputs go before the new ones come
                 xs = refresh(int(k), int(seed))
                 views = [storage_view(x) for x in xs if isinstance(x, torch.Tensor)]
                 keep[("in", int(k))] = (xs, views)
@@ -249,7 +266,7 @@ class Core:
     def finish(self, report):
         """The report with the core's verdict written over it (kpj_finish), as JSON text (an
         immutable str: the reply is written from it as it is); the session is sealed."""
-        raw = _kpj_finish(self.handle, json.dumps(report, default=str).encode())
+        raw = _kpj_finish(self.handle, json.dumps(_finite(report), default=str, allow_nan=False).encode())
         if raw is None:
             return json.dumps(dict(report, outcome="rejected", cheat="harness_tamper",
                                    reason="the harness was tampered with: the judge core's verdict was asked for "

@@ -41,7 +41,7 @@ _FLAGS = {
     "cuda.matmul.allow_bf16_reduced_precision_reduction": (
         _getter("_get_cublas_allow_bf16_reduced_precision_reduction"),
         _getter("_set_cublas_allow_bf16_reduced_precision_reduction")),
-    "deterministic_algorithms": (_getter("_get_deterministic_algorithms"), None),
+    "deterministic_algorithms": (_getter("_get_deterministic_algorithms"), None),  # restore() sets it
     "flash_sdp": (_getter("_get_flash_sdp_enabled"), _getter("_set_sdp_use_flash")),
     "mem_efficient_sdp": (_getter("_get_mem_efficient_sdp_enabled"), _getter("_set_sdp_use_mem_efficient")),
     "math_sdp": (_getter("_get_math_sdp_enabled"), _getter("_set_sdp_use_math")),
@@ -53,6 +53,8 @@ ALGORITHM_MODES = ("cudnn.benchmark", "cudnn.deterministic", "deterministic_algo
                    "mem_efficient_sdp", "math_sdp")
 _get_default_dtype = torch.get_default_dtype
 _set_default_dtype = torch.set_default_dtype
+_use_deterministic = torch.use_deterministic_algorithms
+_deterministic_warn_only = _getter("_get_deterministic_algorithms_warn_only")
 _is_autocast = getattr(torch, "is_autocast_enabled", None)
 _matmul = torch.matmul
 _conv2d = torch.nn.functional.conv2d
@@ -192,3 +194,9 @@ def restore(before):
         _set_default_dtype(getattr(torch, before["flags"]["default_dtype"].replace("torch.", "")))
     except Exception:
         pass
+    if "deterministic_algorithms" in before["flags"]:
+        try:
+            warn_only = bool(_deterministic_warn_only()) if _deterministic_warn_only else False
+            _use_deterministic(bool(before["flags"]["deterministic_algorithms"]), warn_only=warn_only)
+        except Exception:
+            pass

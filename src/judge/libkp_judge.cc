@@ -73,15 +73,19 @@ const char* kpj_result_json(kpj_session* s) {
 
 const char* kpj_finish(kpj_session* s, const char* report_json) {
   if (!s || s != live || !report_json) return nullptr;
-  auto r = s->session->finish(report_json);
-  if (!r) return nullptr;
-  s->last = std::move(*r);
-  return s->last.c_str();
+  try {  // no exception crosses into the adapter
+    auto r = s->session->finish(report_json);
+    if (!r) return nullptr;
+    s->last = std::move(*r);
+    return s->last.c_str();
+  } catch (...) {
+    return nullptr;
+  }
 }
 
 void kpj_close(kpj_session* s) {
   if (!s || s != live) return;
-  if (!s->session->finished()) {
+  if (!s->session->finished() || s->session->in_callback()) {
     s->session->taint("the judge core's session was closed before its verdict");
     return;
   }

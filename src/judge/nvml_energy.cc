@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <vector>
 
 #include <fmt/format.h>
@@ -93,10 +94,19 @@ double Nvml::utilization_since(uint64_t since_us) {
   if (impl_->samples(impl_->device, kGpuUtilizationSamples, since_us, &type, &count, got.data()) != 0 || count == 0)
     return -1;
   // The value type is an unsigned int (0) or unsigned long long (3) for utilization samples.
+  // The first sample after `since_us` covers a period that began before it: skipped. Without a
+  // second one, nothing is said.
+  std::sort(got.begin(), got.begin() + count,
+            [](const NvmlSample& a, const NvmlSample& b) { return a.time_stamp < b.time_stamp; });
   double sum = 0;
   unsigned n = 0;
+  bool first = true;
   for (unsigned i = 0; i < count; ++i) {
     if (got[i].time_stamp <= since_us) continue;
+    if (first) {
+      first = false;
+      continue;
+    }
     sum += type == 0 ? static_cast<double>(static_cast<uint32_t>(got[i].value)) : static_cast<double>(got[i].value);
     ++n;
   }

@@ -24,7 +24,8 @@ class Nvml {
   unsigned temperature_c();
   // The mean of NVML's GPU-utilization samples (percent of time one or more kernels ran, per
   // sample period of 1/6 s to 1 s) taken after `since_us` (microseconds since the epoch, the
-  // CPU clock NVML stamps its samples with); -1 when NVML has none or cannot say.
+  // CPU clock NVML stamps its samples with), the first of them left out (its period began
+  // before); -1 when NVML has fewer than two or cannot say.
   double utilization_since(uint64_t since_us);
 
  private:

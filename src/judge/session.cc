@@ -149,8 +149,14 @@ void Session::taint(const std::string& why) {
 }
 
 void Session::note_stop(std::string outcome, std::string reason, std::string cheat) {
-  if (finished_) {
-    taint("a stop was reported to the judge core after its verdict");
+  if (finished_ || in_callback_) {
+    taint("a stop was reported to the judge core after its verdict or from inside its callbacks");
+    return;
+  }
+  static const char* const kStops[] = {"compile_error", "load_error", "runtime_error", "crash", "timeout",
+                                       "incorrect", "rejected", "gpu_unavailable"};
+  if (std::find(std::begin(kStops), std::end(kStops), outcome) == std::end(kStops)) {
+    taint("a stop of outcome \"" + outcome + "\" was reported to the judge core, which is no stop");
     return;
   }
   stop(std::move(outcome), std::move(reason), std::move(cheat));
@@ -185,8 +191,15 @@ std::optional<uint64_t> Session::fingerprint(const kpj_tensors& ts) {
 
 int Session::refresh_set(int k, const Callbacks& cb, const char* when) {
   kpj_tensors ins{};
+  // A seed no earlier call had, within the adapter's seed space (KernelBench's set_seed takes
+  // 32 bits): a repeated input then means a refresh that did not refresh, never chance.
+  uint64_t seed = 0;
+  do {
+    seed = os_random();
+    if (config_.seed_space > 0) seed %= config_.seed_space;
+  } while (!seeds_.insert(seed).second);
   in_callback_ = true;
-  const int rc = cb.refresh(cb.ctx, k, os_random(), &ins);
+  const int rc = cb.refresh(cb.ctx, k, seed, &ins);
   in_callback_ = false;
   if (rc != KPJ_CALL_OK) return KPJ_CALLBACK_FAILED;
   if (!valid(ins)) return stop("runtime_error", "the adapter described the inputs with a bad dtype, rank or count");
@@ -324,9 +337,21 @@ int Session::check_outputs(int k, const kpj_tensors& got, const Callbacks& cb, i
                   "batched_calls");
     eval::OutputCheck c;
     if (cudaError_t e = compare_output(o, w, &c); e != cudaSuccess) return harness_failure(e, "comparing outputs");
+    if (!c.passed && c.reference_nonfinite > 0)
+      return stop("runtime_error",
+                  fmt::format("the reference produced {} NaN/Inf values on the inputs of timed call {}: the problem "
+                              "cannot judge a candidate on them",
+                              c.reference_nonfinite, index));
     if (!c.passed) {
       auto it = returned_.find(o.data);
       const bool kept = it != returned_.end() && edge_bytes(o) == it->second;
+      // Grossly wrong (unwritten, non-finite, constant, or far off in norm): work skipped or
+      // served from elsewhere. A near miss on fresh inputs is an honest kernel's numerics.
+      const bool gross = c.unwritten > 0 || c.nonfinite > 0 || c.constant_output || c.rel_norm_error > 0.5;
+      if (!kept && !gross)
+        return stop("incorrect", fmt::format("output {} of timed call {} (input set {}, fresh inputs) is outside the "
+                                             "tolerance: {}",
+                                             j, index, k + 1, c.reason));
       return stop("rejected",
                   fmt::format("output {} of timed call {} (input set {}, fresh inputs no call had seen) is wrong although "
                               "the correctness trials passed: {}; {}",
@@ -556,7 +581,9 @@ int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) 
     }
   const double call_s = std::max(config.call_s, 1e-7);
   const int64_t chunk = eval::energy_chunk_calls(call_s);
-  const int64_t expected = std::max<int64_t>(1, static_cast<int64_t>(config.window_s / call_s));
+  // The checked calls are drawn among the first eighth of the calls the window should hold at the
+  // timed rate, so that a host-bound adapter, slower than that rate, still reaches them.
+  const int64_t expected = std::max<int64_t>(1, static_cast<int64_t>(config.window_s / call_s) / 8);
   std::set<int64_t> drawn;
   while (static_cast<int>(drawn.size()) < checks && static_cast<int64_t>(drawn.size()) < expected)
     drawn.insert(static_cast<int64_t>(os_random() % static_cast<uint64_t>(expected)));
@@ -626,7 +653,11 @@ int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) 
   // reference on its set (which did not exist while the candidate ran).
   for (int k = 0; k < config_.sets; ++k) {
     auto now = fingerprint(inputs_[k]);
-    if (!now || *now != input_print_[k]) {
+    if (!now) {
+      release();
+      return harness_failure(cudaGetLastError(), "fingerprinting the inputs");
+    }
+    if (*now != input_print_[k]) {
       release();
       return stop("incorrect", "the energy window's calls wrote to their inputs; inputs are read-only", "input_mutation");
     }
@@ -673,6 +704,10 @@ int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) 
     ++e.checked_calls;
   }
   release();
+  if (e.checked_calls == 0) {
+    e.unavailable_reason = "not measured: none of the window's calls could be checked";
+    return 0;
+  }
   if (eval::energy_rate_says_skipped(window, calls, call_s))
     return stop("rejected",
                 fmt::format("the energy window's {} back-to-back calls took {:.1f} us each, far less than the {:.1f} us "
@@ -716,12 +751,21 @@ std::string Session::result_json() const {
 
 std::optional<std::string> Session::finish(const std::string& report_json) {
   if (finished_) return std::nullopt;
+  if (in_callback_) {
+    taint("the judge core's verdict was asked for from inside one of its own callbacks");
+    return std::nullopt;
+  }
   finished_ = true;
   nlohmann::json r = nlohmann::json::parse(report_json, nullptr, false);
   if (r.is_discarded() || !r.is_object()) {
     r = nlohmann::json::object();
     taint("the adapter's report was not a JSON object");
   }
+  // Only what the core measured: a timing or energy the report carries from elsewhere goes.
+  r.erase("timing");
+  r.erase("reference_timing");
+  r.erase("reference_seconds");
+  r.erase("energy");
   if (timed_[0] && !timing_[0].samples_s.empty()) r["timing"] = eval::to_json(timing_[0]);
   if (timed_[1] && !timing_[1].samples_s.empty()) {
     r["reference_timing"] = eval::to_json(timing_[1]);
@@ -735,7 +779,7 @@ std::optional<std::string> Session::finish(const std::string& report_json) {
   r["judge_core"] = {{"tail_median_s", tail_median_s_},
                      {"inputs_seen", seen_inputs_.size()},
                      {"energy_gpu_utilization_pct", gpu_utilization_pct_}};
-  const std::string outcome = r.value("outcome", std::string());
+  const std::string outcome = r.contains("outcome") && r["outcome"].is_string() ? r["outcome"].get<std::string>() : "";
   // The first stop of the evaluation is the verdict: the core's own, or the adapter's, reported
   // the moment it happened (kpj_note_stop), whatever the report says now.
   if (stop_) {

@@ -85,6 +85,7 @@ class Session {
   void note_stop(std::string outcome, std::string reason, std::string cheat);
 
   bool finished() const { return finished_; }
+  bool in_callback() const { return in_callback_; }
 
  private:
   int time_inner(int role, const Callbacks& cb);
@@ -125,6 +126,7 @@ class Session {
   double physics_floor_s_ = 0;
   std::string physics_floor_basis_;
   std::set<uint64_t> seen_inputs_;  // fingerprints of every input set timed on
+  std::set<uint64_t> seeds_;        // every seed handed to a refresh
   kpj_tensors inputs_[64] = {};     // the current inputs of each set (sets <= 64)
   uint64_t input_print_[64] = {};
   // Every output buffer the candidate has handed back, with its first and last 64 bytes as the

@@ -185,8 +185,13 @@ MaybeStop NativeEvaluator::Impl::time_with_graph(const CandidateLibrary& lib, De
   if (!result) result = cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who));
   // Every replay's inputs drawn fresh and its outputs poisoned before it (queued ahead of the
   // start event: not timed).
-  auto poison_all = [&]() -> MaybeStop {
-    KP_STOP_IF(refresh_graph_inputs(own_outputs, used, false));
+  // The inputs' checksums after the refresh of a replay that will be checked: the reference then
+  // runs on what the calls were given, or the calls wrote to their inputs (input_mutation).
+  std::vector<std::vector<uint64_t>> given(graph_views.size());
+  auto poison_all = [&](bool will_check) -> MaybeStop {
+    KP_STOP_IF(refresh_graph_inputs(own_outputs, used, will_check));
+    for (size_t i = 0; will_check && own_outputs && i < graph_views.size(); ++i)
+      KP_STOP_IF(input_checksums(graph_views[i], &given[i]));
     if (own_outputs) {
       for (auto& v : graph_views) KP_STOP_IF(poison_outputs(v, false));
     } else {
@@ -206,6 +211,12 @@ MaybeStop NativeEvaluator::Impl::time_with_graph(const CandidateLibrary& lib, De
       return s;
     }
     for (size_t i = 0; i < graph_views.size(); ++i) {
+      std::vector<uint64_t> now;
+      KP_STOP_IF(input_checksums(graph_views[i], &now));
+      if (now != given[i])
+        return Stop{Outcome::kIncorrect,
+                    fmt::format("{}: call {} of the replayed graph wrote to its inputs; inputs are read-only", when, i + 1),
+                    "input_mutation"};
       TensorSet view;
       view.in_desc = graph_views[i].in_desc;
       for (size_t j = 0; j < task->outputs.size(); ++j)
@@ -233,7 +244,8 @@ MaybeStop NativeEvaluator::Impl::time_with_graph(const CandidateLibrary& lib, De
   const auto loop_start = Clock::now();
   eval::SamplingStop decision = eval::SamplingStop::kContinue;
   while (!result && decision == eval::SamplingStop::kContinue) {
-    result = poison_all();
+    const bool check_this = candidate && checked(timed_checks);
+    result = poison_all(check_this);
     if (!result) result = harness(cudaEventRecord(start, stream), "recording an event");
     if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
     if (!result) result = harness(cudaEventRecord(stop, stream), "recording an event");
@@ -241,14 +253,14 @@ MaybeStop NativeEvaluator::Impl::time_with_graph(const CandidateLibrary& lib, De
     float ms = 0;
     if (!result) result = harness(cudaEventElapsedTime(&ms, start, stop), "reading events");
     if (!result) timing->samples_s.push_back(ms * 1e-3 / calls);
-    if (!result && candidate && checked(timed_checks))
+    if (!result && check_this)
       result = check_replay(fmt::format("timed replay {}, one of the replays checked at random", timing->samples_s.size()));
     decision = eval::sampling_decision(timing->samples_s, seconds_since(loop_start), *options);
   }
   timing->stop = eval::to_string(decision);
   timing->median_ci_rel = eval::median_interval95(timing->samples_s).relative_half_width();
   timing->loop_wall_s = seconds_since(loop_start);
-  if (candidate && !result) result = poison_all();
+  if (candidate && !result) result = poison_all(true);
   if (candidate && !result) {
     result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
     if (!result) result = cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who));
