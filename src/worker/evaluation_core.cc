@@ -99,9 +99,25 @@ MaybeStop NativeEvaluator::Impl::open_core() {
   kpj_config c{};
   c.stream = reinterpret_cast<uint64_t>(stream);
   c.sets = static_cast<int32_t>(sets.size());
+  // Two draws differ (so a repeat means a refresh that did not refresh) when some input has at
+  // least 40 bits of entropy: a continuous distribution that is not a point, or integers whose
+  // range and count make that many.
   c.inputs_vary = 0;
-  for (const auto& s : task->inputs)
-    if (s.numel() > 1) c.inputs_vary = 1;  // every distribution draws values that differ with the seed
+  for (const auto& s : task->inputs) {
+    const auto& d = s.init;
+    double bits = 0;
+    switch (d.kind) {
+      case task::DistKind::kNormal: bits = d.b > 0 ? 64.0 * static_cast<double>(s.numel()) : 0; break;
+      case task::DistKind::kUniform: bits = d.b > d.a ? 64.0 * static_cast<double>(s.numel()) : 0; break;
+      case task::DistKind::kRandint:
+        bits = d.b - d.a > 1 ? std::log2(d.b - d.a) * static_cast<double>(s.numel()) : 0;
+        break;
+      case task::DistKind::kBernoulli:
+        bits = d.a > 0 && d.a < 1 ? static_cast<double>(s.numel()) * 0.5 : 0;  // a lower bound
+        break;
+    }
+    if (bits >= 40) c.inputs_vary = 1;
+  }
   c.warmup_calls = options->warmup_calls;
   c.min_trials = options->min_trials;
   c.max_trials = options->max_trials;
