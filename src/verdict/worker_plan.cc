@@ -24,8 +24,6 @@ bool tail_says_work_escaped(double tail_median_s, double event_median_s) {
   return tail_median_s > kEscapedTailSlackS + kEscapedTailShare * event_median_s;
 }
 
-bool slower_on_new_inputs(double on_new_s, double on_seen_s) { return on_new_s > 1.5 * on_seen_s + 5e-6; }
-
 bool faster_on_right_outputs(double unpoisoned_s, double poisoned_s) {
   return poisoned_s > 1.3 * unpoisoned_s + 0.5e-6;
 }

@@ -1,8 +1,8 @@
 // The native worker's pure decisions (worker/native_evaluator.cc), kept apart from its CUDA calls
 // so that each is tested on the CPU: how many input sets fit, where timed calls go graph replay,
-// when the wall clock says work escaped the stream, when a candidate is slower on inputs it has
-// not seen, how the energy window is chunked, how big the L2 flush is, how many launches the
-// Range Profiler session holds.
+// when the wall clock or the tail says work escaped the stream, how the energy window is chunked
+// and when it did not work, how big the L2 flush is, how many launches the Range Profiler session
+// holds.
 #pragma once
 
 #include <cstdint>
@@ -41,10 +41,6 @@ inline constexpr double kEscapedTailSlackS = 10e-6;
 inline constexpr double kEscapedTailShare = 0.02;
 bool tail_says_work_escaped(double tail_median_s, double event_median_s);
 
-// Whether calls on inputs the candidate has not seen (on_new) are so much slower than the timed
-// calls on inputs it had seen (on_seen) that its results are cached by the inputs' contents:
-// more than 1.5x plus 5 us.
-bool slower_on_new_inputs(double on_new_s, double on_seen_s);
 
 // Whether replays that found their outputs already right (unpoisoned_s, per call) ran so much
 // faster than the timed replays, each started from poisoned outputs (poisoned_s), that the

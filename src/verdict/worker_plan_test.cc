@@ -36,13 +36,6 @@ TEST(WorkerPlan, TheWallClockSeesLargeEscapedWorkOnly) {
   EXPECT_TRUE(wall_says_work_escaped(200e-6, 10e-6, o));
 }
 
-TEST(WorkerPlan, AResultCacheByContentsIsSlowOnNewInputs) {
-  EXPECT_FALSE(slower_on_new_inputs(1.4e-3, 1.0e-3));
-  EXPECT_TRUE(slower_on_new_inputs(1.6e-3, 1.0e-3));
-  EXPECT_FALSE(slower_on_new_inputs(8e-6, 2e-6));  // within the 5 us floor
-  EXPECT_TRUE(slower_on_new_inputs(10e-6, 2e-6));
-}
-
 TEST(WorkerPlan, ACandidateFasterWhenItsOutputIsAlreadyRightSkipsWork) {
   EXPECT_TRUE(faster_on_right_outputs(4e-6, 9.6e-6));    // the 2.4x of an output probe
   EXPECT_FALSE(faster_on_right_outputs(4e-6, 4.2e-6));   // noise between two medians

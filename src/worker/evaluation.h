@@ -360,14 +360,10 @@ struct NativeEvaluator::Impl {
   MaybeStop time_with_graph(const CandidateLibrary& lib, DeviceBuffer& workspace, Role role, eval::TimingReport* timing,
                             eval::WorkerReport* report);
 
-  // Result caching, after the candidate's timing, on inputs it has not seen. (a) Every set's
-  // inputs are redrawn in place (same pointers, new values) and each set is called once and
-  // checked: a result kept by pointer is now stale. (b) Event timing only: five timed calls,
-  // each on freshly redrawn inputs, must not be much slower than the timed calls on the inputs
-  // it had seen: a result kept by the input's contents (a fingerprint) is fast only on those.
-  // The sets' reference outputs are current after (a), not after (b).
-  MaybeStop check_result_cache(const CandidateLibrary& ref, const CandidateLibrary& cand,
-                               const eval::TimingReport& timing, eval::WorkerReport* report);
+  // Result caching under graph replay, after the candidate's timing: every set's inputs are
+  // redrawn in place (same pointers, new values) and each set is called once and checked: a
+  // result kept by pointer is now stale. The sets' reference outputs are current after it.
+  MaybeStop check_result_cache(const CandidateLibrary& ref, const CandidateLibrary& cand, eval::WorkerReport* report);
 
   // Fills the report's physics floor for `method`, and rejects a median below it.
   MaybeStop check_physics_floor(const eval::TimingReport* timing, eval::WorkerReport* report);

@@ -73,7 +73,7 @@ MaybeStop NativeEvaluator::Impl::replay_check(const CandidateLibrary& cand, eval
 }
 
 MaybeStop NativeEvaluator::Impl::check_result_cache(const CandidateLibrary& ref, const CandidateLibrary& cand,
-                                                    const eval::TimingReport& timing, eval::WorkerReport* report) {
+                                                    eval::WorkerReport* report) {
   for (size_t k = 0; k < sets.size(); ++k) {
     KP_STOP_IF(fill_inputs(sets[k], 2000 + k));
     KP_STOP_IF(run_reference(ref, k, report));
@@ -89,23 +89,6 @@ MaybeStop NativeEvaluator::Impl::check_result_cache(const CandidateLibrary& ref,
                   "result_cache"};
     KP_STOP_IF(s);
   }
-  if (timing.method != "events") return std::nullopt;
-  constexpr int kProbeCalls = 5;
-  std::vector<double> fresh;
-  for (int i = 0; i < kProbeCalls; ++i) {
-    size_t k = static_cast<size_t>(i) % sets.size();
-    KP_STOP_IF(fill_inputs(sets[k], 3000 + static_cast<uint64_t>(i)));
-    kp_args a = make_args(sets[k], cand_workspace);
-    double e = 0, w = 0;
-    KP_STOP_IF(timed_call(cand, a, &sets[k], "the candidate", &e, &w));
-    fresh.push_back(e);
-  }
-  const double on_new = eval::summarize(fresh).median, on_seen = eval::summarize(timing.samples_s).median;
-  if (eval::slower_on_new_inputs(on_new, on_seen))
-    return Stop{Outcome::kRejected,
-                fmt::format("{:.1f} us on new inputs vs {:.1f} us on inputs it has seen: results are cached by input",
-                            on_new * 1e6, on_seen * 1e6),
-                "result_cache"};
   return std::nullopt;
 }
 

@@ -42,9 +42,9 @@ MaybeStop NativeEvaluator::Impl::run(const CandidateLibrary& ref, const Candidat
   KP_STOP_IF(replay_check(cand, report));
   eval::TimingReport cand_timing;
   KP_STOP_IF(time_library(cand, cand_workspace, Role::kCandidate, &cand_timing, report));
-  // Under graph replay the replays reuse their inputs: the result caches are sought here. Event
-  // timing gave every call fresh inputs already (the judge core).
-  if (cand_timing.method == "graph") KP_STOP_IF(check_result_cache(ref, cand, cand_timing, report));
+  // A result kept by pointer across graph replays is sought here too (every set redrawn in place
+  // and called once); event timing gave every call fresh inputs already (the judge core).
+  if (cand_timing.method == "graph") KP_STOP_IF(check_result_cache(ref, cand, report));
   KP_STOP_IF(check_physics_floor(&cand_timing, report));
   report->timing = cand_timing;
   end_phase("timing", options->time_reference ? "reference_timing" : "energy");
