@@ -326,37 +326,31 @@ struct NativeEvaluator::Impl {
   // clock check below only catches it when it is large. Set 0's reference outputs are current.
   MaybeStop replay_check(const CandidateLibrary& cand, eval::WorkerReport* report);
 
-  // After the candidate's timed calls: each set in `used` holds the outputs of the last timed
-  // call on it (its outputs were poisoned before each call), which must match that set's
-  // reference. A call that left its work to another call, or did another call's work, fails.
-  MaybeStop check_timed_outputs(const std::vector<bool>& used, eval::WorkerReport* report);
-
-  // Times lib over the timing sets into `timing`. For the candidate (the reference is trusted),
-  // also: its outputs are poisoned before each event-timed call, compared with the reference
-  // after a random share of the calls (kTimedCheckShare, drawn where the candidate cannot see)
-  // and after the last on each set; its persisting-L2 state is checked after each call; and work
-  // that escapes the stream is caught by the wall clock.
+  // Times lib into `timing`: a few warm-up calls on the sets estimate the call's time (for the
+  // candidate, poisoned before, a random share checked); short calls go to graph replay when every
+  // call of the graph gets buffers of its own, the rest to the judge core (time_with_core: fresh
+  // inputs and a check for every call, the tail, the wall clock, the sampling rule).
   MaybeStop time_library(const CandidateLibrary& lib, DeviceBuffer& workspace, Role role, eval::TimingReport* timing,
                          eval::WorkerReport* report);
 
-  // Gives each call of a replayed graph outputs of its own, on the inputs of set i % sets, once
+  // Gives each call of a replayed graph inputs, outputs and reference outputs of its own, once
   // per evaluation (the reference's graph reuses them, so both are timed alike). Graph calls are
-  // short, so their outputs are small; when graph_calls of them would take more than an eighth
-  // of free memory, false, and the calls write into their sets' outputs instead.
+  // short, so their tensors are small; when graph_calls of them would take more than an eighth of
+  // free memory, false, and the calls are timed by events instead.
   bool ensure_graph_outputs(int calls);
 
-  // Draws fresh inputs for every call of a replayed graph (each call's own, or each used set's),
-  // from the OS-seeded generator; queued on the stream, synchronized when `sync`.
-  MaybeStop refresh_graph_inputs(bool own_inputs, const std::vector<bool>& used, bool sync);
+  // Draws fresh inputs for every call of a replayed graph (each call's own), from the OS-seeded
+  // generator; queued on the stream, synchronized when `sync`.
+  MaybeStop refresh_graph_inputs(bool sync);
 
-  // Graph replay for short calls. Returns Stop{kOk} when capture is impossible (fall back). For
-  // the candidate, every timed replay starts from poisoned outputs (the fill is queued before
-  // the start event, so it is not timed), a random share of the replays (kTimedCheckShare) has
-  // its outputs checked, and after the timed replays the outputs are poisoned, the graph is
-  // replayed once more and checked: each call's own outputs when it has them (a call that
-  // skipped its work is caught even when another call in the graph did the same set's), else
-  // each set's. Then a few replays that find their outputs already right are timed: a candidate
-  // much faster on those reads its output to skip work (worker_plan.h, faster_on_right_outputs).
+  // Graph replay for short calls, each call on its own buffers (ensure_graph_outputs). Returns
+  // Stop{kOk} when capture is impossible (fall back). Every timed replay starts from inputs drawn
+  // fresh for it and poisoned outputs (queued before the start event, so not timed). For the
+  // candidate a random share of the replays (kTimedCheckShare) is checked: each call's inputs as
+  // given, then its outputs against the reference run after the replay on them; after the timed
+  // replays one more is checked. Then a few replays that find their outputs already right are
+  // timed: a candidate much faster on those reads its output to skip work
+  // (worker_plan.h, faster_on_right_outputs).
   MaybeStop time_with_graph(const CandidateLibrary& lib, DeviceBuffer& workspace, Role role, eval::TimingReport* timing,
                             eval::WorkerReport* report);
 

@@ -145,19 +145,4 @@ MaybeStop NativeEvaluator::Impl::correctness(const CandidateLibrary& ref, const 
   return std::nullopt;
 }
 
-MaybeStop NativeEvaluator::Impl::check_timed_outputs(const std::vector<bool>& used, eval::WorkerReport* report) {
-  for (size_t k = 0; k < sets.size(); ++k) {
-    if (!used[k]) continue;
-    MaybeStop s = compare_outputs(sets[k], k, report, fmt::format("on input set {}", k));
-    if (s && s->outcome == Outcome::kIncorrect)
-      return Stop{Outcome::kRejected,
-                  fmt::format("the output of the last timed call on input set {} was not computed by that call ({}): "
-                              "work deferred to or batched with other calls",
-                              k, s->reason),
-                  "batched_calls"};
-    KP_STOP_IF(s);
-  }
-  return std::nullopt;
-}
-
 }  // namespace kp::worker

@@ -39,12 +39,10 @@ MaybeStop NativeEvaluator::Impl::time_library(const CandidateLibrary& lib, Devic
   timing->l2_flush_bytes = static_cast<int64_t>(flush.bytes());
   std::vector<kp_args> args;
   for (auto& s : sets) args.push_back(make_args(s, workspace));
-  std::vector<bool> used(sets.size(), false);
   std::bernoulli_distribution checked(eval::kTimedCheckShare);
-  int call_index = 0;  // warm-ups included: any of them may be checked
+  int call_index = 0;  // the warm-ups that estimate the call's time: any of them may be checked
   auto timed = [&](size_t k, double* e, double* w) -> MaybeStop {
     KP_STOP_IF(timed_call(lib, args[k], candidate ? &sets[k] : nullptr, who, e, w));
-    used[k] = true;
     ++call_index;
     if (!candidate) return std::nullopt;
     KP_STOP_IF(check_persisting_l2());
@@ -120,7 +118,7 @@ bool NativeEvaluator::Impl::ensure_graph_outputs(int calls) {
   return true;
 }
 
-MaybeStop NativeEvaluator::Impl::refresh_graph_inputs(bool own_inputs, const std::vector<bool>& used, bool sync) {
+MaybeStop NativeEvaluator::Impl::refresh_graph_inputs(bool sync) {
   std::uniform_int_distribution<uint64_t> any;
   const uint64_t draw = any(timed_checks);  // from the OS-seeded generator, not the reported seed
   auto fill = [&](TensorSet& set, uint64_t d) -> MaybeStop {
@@ -131,12 +129,7 @@ MaybeStop NativeEvaluator::Impl::refresh_graph_inputs(bool own_inputs, const std
     }
     return std::nullopt;
   };
-  if (own_inputs) {
-    for (size_t i = 0; i < graph_views.size(); ++i) KP_STOP_IF(fill(graph_views[i], draw + 7919 * (i + 1)));
-  } else {
-    for (size_t k = 0; k < sets.size(); ++k)
-      if (used[k]) KP_STOP_IF(fill(sets[k], draw + 7919 * (k + 1)));
-  }
+  for (size_t i = 0; i < graph_views.size(); ++i) KP_STOP_IF(fill(graph_views[i], draw + 7919 * (i + 1)));
   return sync ? harness(cudaStreamSynchronize(stream), "generating inputs") : std::nullopt;
 }
 
@@ -149,15 +142,12 @@ MaybeStop NativeEvaluator::Impl::time_with_graph(const CandidateLibrary& lib, De
   // tensors), and every replay starts from inputs drawn fresh for it: no call of a replay sees
   // inputs another call (of this replay or an earlier one) had, so copying a result gains
   // nothing and is caught by the checks below.
-  const bool own_outputs = ensure_graph_outputs(calls);
+  // time_library comes here only once they fit (ensure_graph_outputs).
+  if (!ensure_graph_outputs(calls))
+    return harness(cudaErrorMemoryAllocation, "allocating each graph call's own buffers");
   std::vector<kp_args> args;
-  std::vector<bool> used(sets.size(), false);
-  for (int i = 0; i < calls; ++i) {
-    const size_t k = static_cast<size_t>(i) % sets.size();
-    args.push_back(make_args(own_outputs ? graph_views[static_cast<size_t>(i)] : sets[k], workspace));
-    used[k] = true;
-  }
-  KP_STOP_IF(refresh_graph_inputs(own_outputs, used, true));
+  for (int i = 0; i < calls; ++i) args.push_back(make_args(graph_views[static_cast<size_t>(i)], workspace));
+  KP_STOP_IF(refresh_graph_inputs(true));
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   if (cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal); e != cudaSuccess) {
@@ -189,27 +179,15 @@ MaybeStop NativeEvaluator::Impl::time_with_graph(const CandidateLibrary& lib, De
   // runs on what the calls were given, or the calls wrote to their inputs (input_mutation).
   std::vector<std::vector<uint64_t>> given(graph_views.size());
   auto poison_all = [&](bool will_check) -> MaybeStop {
-    KP_STOP_IF(refresh_graph_inputs(own_outputs, used, will_check));
-    for (size_t i = 0; will_check && own_outputs && i < graph_views.size(); ++i)
+    KP_STOP_IF(refresh_graph_inputs(will_check));
+    for (size_t i = 0; will_check && i < graph_views.size(); ++i)
       KP_STOP_IF(input_checksums(graph_views[i], &given[i]));
-    if (own_outputs) {
-      for (auto& v : graph_views) KP_STOP_IF(poison_outputs(v, false));
-    } else {
-      for (size_t k = 0; k < sets.size(); ++k)
-        if (used[k]) KP_STOP_IF(poison_outputs(sets[k], false));
-    }
+    for (auto& v : graph_views) KP_STOP_IF(poison_outputs(v, false));
     return std::nullopt;
   };
   // Every call's outputs against the reference run now on that call's own inputs (set k's when
   // the calls share sets); an incorrect one is a rejection that says which call and when.
   auto check_replay = [&](const std::string& when) -> MaybeStop {
-    if (!own_outputs) {
-      for (size_t k = 0; k < sets.size(); ++k)
-        if (used[k]) KP_STOP_IF(run_reference(*ref_lib, k, report));
-      MaybeStop s = check_timed_outputs(used, report);
-      if (s && s->outcome == Outcome::kRejected) s->reason = when + ": " + s->reason;
-      return s;
-    }
     for (size_t i = 0; i < graph_views.size(); ++i) {
       std::vector<uint64_t> now;
       KP_STOP_IF(input_checksums(graph_views[i], &now));
