@@ -159,6 +159,8 @@ void Session::note_stop(std::string outcome, std::string reason, std::string che
     taint("a stop of outcome \"" + outcome + "\" was reported to the judge core, which is no stop");
     return;
   }
+  // A machine's failure is retried; a rejection found after it (a changed harness) is not.
+  if (stop_ && stop_->outcome == "gpu_unavailable" && outcome == "rejected") stop_.reset();
   stop(std::move(outcome), std::move(reason), std::move(cheat));
 }
 
