@@ -1,11 +1,7 @@
-"""Pieces of evaluate.py that run on the CPU: compulsory traffic, seeds,
-out-of-memory blame. The timed calls, the energy window and their checks are the judge core's
+"""Pieces of evaluate.py that run on the CPU: compulsory traffic, seeds, out-of-memory blame, the
+traced call against the timed median. The timed calls, the energy window and their checks are the judge core's
 (src/judge/), tested on the GPU."""
 
-import os
-import shutil
-import subprocess
-import tempfile
 import unittest
 from unittest import mock
 
