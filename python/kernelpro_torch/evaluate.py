@@ -281,6 +281,20 @@ def core_stop(result):
     return None
 
 
+def refresher(prob, device, dtype, sets):
+    """The judge core's refresh callback: set k's inputs drawn anew from get_inputs() with the
+    core's seed, into `sets` (the previous ones dropped first, so two sets never coexist)."""
+    def refresh(k, seed):
+        sets.pop(k, None)
+        try:
+            sets[k] = prob.inputs(seed, device, dtype)
+        except Exception as e:
+            raise problem_failure(e, "the problem's get_inputs()", reference_failed=True)
+        return sets[k]
+
+    return refresh
+
+
 def time_reference(dev, prob, model, options, device, dtype, who="the reference", core=None):
     """The reference timed by the judge core (the method candidates get: fresh inputs drawn for
     every call, L2 flushed, events on the current stream), in `core`'s session or, without one, a
@@ -292,14 +306,7 @@ def time_reference(dev, prob, model, options, device, dtype, who="the reference"
     try:
         sets = {}
         last = {}
-
-        def refresh(k, seed):
-            sets.pop(k, None)
-            try:
-                sets[k] = prob.inputs(seed, device, dtype)
-            except Exception as e:
-                raise problem_failure(e, "the problem's get_inputs()", reference_failed=True)
-            return sets[k]
+        refresh = refresher(prob, device, dtype, sets)
 
         def call(_role, k):
             with torch.no_grad():
@@ -829,14 +836,7 @@ class Evaluation:
         type of its outputs, the process's modes)."""
         sets, last = {}, {}
         threads_fixed, py_threads = thread_count(), threading.active_count()
-
-        def refresh(k, seed):
-            sets.pop(k, None)
-            try:
-                sets[k] = prob.inputs(seed, device, self.dtype)
-            except Exception as e:
-                raise problem_failure(e, "the problem's get_inputs()", reference_failed=True)
-            return sets[k]
+        refresh = refresher(prob, device, self.dtype, sets)
 
         def call(role, k):
             if role == judge.CANDIDATE:
