@@ -61,7 +61,8 @@ def _namespace(owner):
 def _hooks():
     """The interpreter's hooks that run code inside the harness's own frames: gc's callbacks and
     the trace and profile functions (this thread's and the ones new threads get)."""
-    return {"gc.callbacks": [id(c) for c in gc.callbacks], "sys.gettrace()": id(sys.gettrace()),
+    return {"gc.callbacks": [id(c) for c in gc.callbacks], "gc.isenabled()": gc.isenabled(),
+            "sys.gettrace()": id(sys.gettrace()),
             "sys.getprofile()": id(sys.getprofile()),
             "threading trace": id(getattr(threading, "_trace_hook", None)),
             "threading profile": id(getattr(threading, "_profile_hook", None))}
@@ -137,6 +138,7 @@ class Seal:
         harness's own code), and the interpreter's hooks as they were: no gc callback, trace or
         profile function of the candidate's runs after this."""
         gc.callbacks[:] = self.gc_callbacks
+        (gc.enable if self.hooks["gc.isenabled()"] else gc.disable)()
         if self.hooks["sys.gettrace()"] == id(None):
             sys.settrace(None)
         if self.hooks["sys.getprofile()"] == id(None):

@@ -22,6 +22,7 @@ answers the one request in the file REQ into the file REPLY and exits (runs unde
 libkp_trace.so injected).
 """
 
+import gc
 import json
 import os
 import select
@@ -285,13 +286,21 @@ def main(argv):
             # A Range Profiler session, prewarmed or left by a profile request, stays through the
             # evaluation, as in kp-worker: on the H200 a held session did not change timing
             # (1.3195 ms without one, 1.3202 ms with one, bench/results/h200-2026-12-03-warm).
-            ev = evaluate.Evaluation(dev, req)
-            report, exiting = ev.run()
-            if ev.final_json is not None:  # the judge core's text, written as it is
-                chan.reply_text('{"ok": true, "id": %s, "report": %s, "exiting": %s}'
-                                % (json.dumps(rid), ev.final_json, "true" if exiting else "false"))
-            else:
-                chan.reply(_sanitize({"ok": True, "id": rid, "report": report, "exiting": exiting}))
+            # No automatic collection from here to the reply: the evaluation frees the candidate's
+            # objects itself (one gc.collect, after the judge core's verdict), and no finalizer of
+            # the candidate's may run between that verdict and the reply that carries it.
+            gc.disable()
+            try:
+                ev = evaluate.Evaluation(dev, req)
+                report, exiting = ev.run()
+                final = ev.final_json
+                if final is not None:  # the judge core's text, written as it is
+                    chan.reply_text('{"ok": true, "id": %s, "report": %s, "exiting": %s}'
+                                    % (json.dumps(rid), final, "true" if exiting else "false"))
+                else:
+                    chan.reply(_sanitize({"ok": True, "id": rid, "report": report, "exiting": exiting}))
+            finally:
+                gc.enable()
         elif op == "profile":
             from . import profile
 
