@@ -58,9 +58,9 @@ for label in ${BUILDS:-before after}; do
       gelu|transpose)
         "$kp" eval "examples/$r" --json > /dev/null 2>&1  # warms the build cache
         row "$r" "$label" "$kp" eval "examples/$r" ;;
-      relu_fast)
+      relu_fast*)  # a suffix repeats the row (relu_fast_2)
         "$kp" eval "$RELU" "$KB_HONEST/relu_fast.py" --json > /dev/null 2>&1
-        row relu_fast "$label" "$kp" eval "$RELU" "$KB_HONEST/relu_fast.py" ;;
+        row "$r" "$label" "$kp" eval "$RELU" "$KB_HONEST/relu_fast.py" ;;
       relu_inline)
         "$kp" eval "$RELU" "$KB_HONEST/relu_inline.py" --json > /dev/null 2>&1  # builds the extension
         row relu_inline "$label" "$kp" eval "$RELU" "$KB_HONEST/relu_inline.py" ;;

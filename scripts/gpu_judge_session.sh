@@ -3,7 +3,7 @@
 # and the red-team rounds, on the GPU machine. Run from the repo root there, with the build made
 # here carried as gpu-carry/ (SLIM=1 BUILD=build bash scripts/pack_gpu_build.sh). Everything it
 # prints goes to OUT/session.log; OUT/results.tar.gz holds the logs of each step.
-#   STEPS   which steps, in order (default: core python native)
+#   STEPS   which steps, in order (default: core python native); also relu
 #   KP_ONLY comma-separated words: the Python tables run only the candidates whose path has one
 set -u
 OUT=${OUT:-gpu-results}
@@ -36,6 +36,10 @@ run() {  # run NAME TIMEOUT_S COMMAND...: the step's output in logs/NAME.log and
       native) run native 110 build/tests/kp_gpu_tests \
                 --gtest_filter='*CheatIsCaught*:*HonestCandidatePasses*:AntiCheatRules*:*RedTeam*' ;;
       python) run python 200 python3 python/tests/run_tests.py gpu ;;
+      relu)  # issue 41, item 4: the fast form's evaluation of level1/19_ReLU, warm (kb/ carried:
+        # KernelBench's 19_ReLU.py copied from shared/kernelbench/level1)
+        BUILDS=after ROWS="relu_fast relu_fast_2 relu_inline" run relu 150 \
+          bash bench/throughput.sh none build/kernelpro "$OUT/logs/throughput" kb/19_ReLU.py ;;
       *) echo "unknown step $s" ;;
     esac
   done
