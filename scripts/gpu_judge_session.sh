@@ -3,7 +3,7 @@
 # and the red-team rounds, on the GPU machine. Run from the repo root there, with the build made
 # here carried as gpu-carry/ (SLIM=1 BUILD=build bash scripts/pack_gpu_build.sh). Everything it
 # prints goes to OUT/session.log; OUT/results.tar.gz holds the logs of each step.
-#   STEPS   which steps, in order (default: core python native); also relu
+#   STEPS   which steps, in order (default: core python native); also relu, agree
 #   KP_ONLY comma-separated words: the Python tables run only the candidates whose path has one
 set -u
 OUT=${OUT:-gpu-results}
@@ -13,6 +13,10 @@ if [ "$(readlink -f /work/main 2>/dev/null)" != "$PWD" ]; then mkdir -p /work &&
 [ -e build ] || ln -sfn "$PWD/gpu-carry/build" build
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/kp-cache} PATH="$PATH:/usr/local/cuda/bin" PYTHONUNBUFFERED=1
 export KP_JUDGE_LIBRARY="$PWD/build/libkp_judge.so"
+# The CuTe example's headers, carried when packed with CUTLASS=1.
+[ -d gpu-carry/cutlass ] && export CUTLASS_PATH=$PWD/gpu-carry/cutlass
+# The old judge's build (scripts/pack_before_build.sh), for the agree step.
+[ -d before-carry ] && ln -sfn "$PWD/before-carry" /work/before
 STEPS=${STEPS:-"core python native"}
 step() { echo; echo "== $* ($(date +%T))"; }
 pack() { tar czf "$OUT/results.tar.gz" -C "$OUT" logs 2>/dev/null; }
@@ -36,6 +40,8 @@ run() {  # run NAME TIMEOUT_S COMMAND...: the step's output in logs/NAME.log and
       native) run native 110 build/tests/kp_gpu_tests \
                 --gtest_filter='*CheatIsCaught*:*HonestCandidatePasses*:AntiCheatRules*:*RedTeam*' ;;
       python) run python 200 python3 python/tests/run_tests.py gpu ;;
+      agree)  # issue 41: the old judge and the core on the same candidates, alternating (before-carry)
+        ROUNDS=${ROUNDS:-2} run agree 420 bash bench/judge_agree.sh /work/before/build/kernelpro build/kernelpro "$OUT/logs/agree" ;;
       relu)  # issue 41, item 4: the fast form's evaluation of level1/19_ReLU, warm (kb/ carried:
         # KernelBench's 19_ReLU.py copied from shared/kernelbench/level1)
         BUILDS=after ROWS="relu_fast relu_fast_2 relu_inline" run relu 150 \

@@ -102,8 +102,11 @@ typedef struct kpj_energy_config {
 } kpj_energy_config;
 
 /* The candidate's energy: NVML's total-energy counter over window_s of back-to-back calls on
- * input sets drawn fresh for the window. Calls drawn at random by the core have their outputs
- * copied; after the window the reference runs on their sets and the copies must match it. The
+ * input sets drawn fresh for the window. Before every call the core swaps a random run of each
+ * input's 16-byte blocks with the next set's (a sixteenth of it, at most 1 MiB), so no call sees
+ * the inputs an earlier one had; the blocks must be all there after the window. Calls drawn at
+ * random by the core have their inputs and outputs copied; after the window the reference runs
+ * on those inputs and the copies must match it. The
  * window must also look like work: its call rate and NVML's GPU utilization against the timed
  * median. Returns as kpj_time; the result ("energy" in kpj_finish's report) says what was
  * measured or why not. Once per session, after kpj_time of the candidate. */
@@ -114,6 +117,11 @@ KPJ_API int kpj_energy(kpj_session* s, const kpj_energy_config* config, kpj_refr
  * the first stop of the evaluation is the verdict, no timing is accepted after it, and nothing
  * said later changes it. */
 KPJ_API void kpj_note_stop(kpj_session* s, const char* outcome, const char* reason, const char* cheat);
+
+/* Outputs the adapter checked itself (the KernelBench worker's correctness trials), right after
+ * their check: the core flips every bit of them and remembers their buffers, so a later call that
+ * hands one back unchanged is named a result cache. Ignored after the verdict. */
+KPJ_API void kpj_note_checked(kpj_session* s, const kpj_tensors* outputs);
 
 /* The session's verdict so far as JSON: {"candidate": TimingReport, "reference": TimingReport,
  * "energy": EnergyReport, "stop": {"outcome","reason","cheat"} or null, "tainted": reason or ""}. Owned by the session,

@@ -83,13 +83,14 @@ _LIB = None
 # The library's functions, module globals once loaded: the Seal (seal.py) holds every global of
 # this module to its identity, so a candidate that rebinds one (or the CDLL's attribute they came
 # from) changes nothing the harness calls, and is caught.
-_kpj_open = _kpj_time = _kpj_energy = _kpj_note_stop = _kpj_result_json = _kpj_finish = _kpj_close = None
+_kpj_open = _kpj_time = _kpj_energy = _kpj_note_stop = _kpj_note_checked = _kpj_result_json = _kpj_finish = _kpj_close = None
 
 
 def _load():
     """The library with its signatures set, loaded once (before any candidate code runs: the
     worker opens its first session then)."""
-    global _LIB, _kpj_open, _kpj_time, _kpj_energy, _kpj_note_stop, _kpj_result_json, _kpj_finish, _kpj_close
+    global _LIB, _kpj_open, _kpj_time, _kpj_energy, _kpj_note_stop, _kpj_note_checked, _kpj_result_json, _kpj_finish
+    global _kpj_close
     if _LIB is None:
         path = library_path()
         if path is None:
@@ -105,6 +106,8 @@ def _load():
                                    ctypes.c_void_p]
         lib.kpj_note_stop.restype = None
         lib.kpj_note_stop.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]
+        lib.kpj_note_checked.restype = None
+        lib.kpj_note_checked.argtypes = [ctypes.c_void_p, ctypes.POINTER(Tensors)]
         lib.kpj_result_json.restype = ctypes.c_char_p
         lib.kpj_result_json.argtypes = [ctypes.c_void_p]
         lib.kpj_finish.restype = ctypes.c_char_p
@@ -113,6 +116,7 @@ def _load():
         lib.kpj_close.argtypes = [ctypes.c_void_p]
         _kpj_open, _kpj_time, _kpj_energy = lib.kpj_open, lib.kpj_time, lib.kpj_energy
         _kpj_result_json, _kpj_note_stop = lib.kpj_result_json, lib.kpj_note_stop
+        _kpj_note_checked = lib.kpj_note_checked
         _kpj_finish, _kpj_close = lib.kpj_finish, lib.kpj_close
         _LIB = lib
     return _LIB
@@ -259,6 +263,17 @@ class Core:
         the verdict, and no timing is accepted after it."""
         _kpj_note_stop(self.handle, str(outcome).encode(), str(reason).encode(errors="replace"),
                        str(cheat or "").encode())
+
+    def note_checked(self, outputs):
+        """Outputs checked by the adapter (a correctness trial's): the core flips them and
+        remembers their buffers, so one handed back later unchanged is a result cache. Outputs the
+        core cannot describe are left alone (the trial's own fingerprint test still sees them)."""
+        ts = Tensors()
+        try:
+            describe(outputs, ts, "output")
+        except Unsupported:
+            return
+        _kpj_note_checked(self.handle, ctypes.byref(ts))
 
     def result(self):
         return json.loads(_kpj_result_json(self.handle).decode())

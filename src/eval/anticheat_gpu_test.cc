@@ -348,6 +348,7 @@ TEST_F(AntiCheatRules, TheEnergyWindowsCallsAreChecked) {
 
 struct RedTeamRow {
   std::string kind, path, task, expected, cheat, description;
+  std::string twin;  // an honest file of the cheat's own kernel to judge its gain against (else the seed)
 };
 
 std::ostream& operator<<(std::ostream& os, const RedTeamRow& r) { return os << r.path; }
@@ -366,7 +367,7 @@ std::vector<RedTeamRow> redteam_rows() {
     std::getline(in, line);  // the header
     while (std::getline(in, line)) {
       auto f = split(line, '\t');
-      if (f.size() >= 6) rows.push_back({f[0], f[1], f[2], f[3], f[4], f[5]});
+      if (f.size() >= 6) rows.push_back({f[0], f[1], f[2], f[3], f[4], f[5], f.size() >= 7 ? f[6] : ""});
     }
   }
   return rows;
@@ -405,16 +406,19 @@ TEST_P(RedTeam, IsJudgedAsARowOfTheTableSays) {
     EXPECT_EQ(r.outcome, Outcome::kOk) << r.reason;
     return;
   }
-  // Accepted, a cheat must gain nothing against the task's seed on the same task in the same run:
-  // not in time, and where the energy window ran, not in joules per call.
+  // Accepted, a cheat must gain nothing against the task's seed (or the row's twin, its own
+  // kernel run honestly) on the same task in the same run: not in time, and where the energy
+  // window ran, not in joules per call.
   bool gained = false;
   if (r.outcome == Outcome::kOk) {
-    const fs::path seed = testing::examples_dir() / (tiny ? "gelu" : row.task) / "seed.cu";  // tiny gelu: gelu's
+    const fs::path seed = row.twin.empty()
+                              ? testing::examples_dir() / (tiny ? "gelu" : row.task) / "seed.cu"  // tiny gelu: gelu's
+                              : testing::test_data_dir() / row.twin;
     const double twin = seed_median(task, seed);
     EXPECT_GT(twin, 0);
     gained = r.time.median < kGainsNothing * twin;
-    std::cout << "RT native " << row.path << " accepted at " << r.time.median * 1e6 << " us against the seed's "
-              << twin * 1e6 << " us";
+    std::cout << "RT native " << row.path << " accepted at " << r.time.median * 1e6 << " us against the "
+              << (row.twin.empty() ? "seed's " : "twin's ") << twin * 1e6 << " us";
     if (energy && r.report && r.report->energy && r.report->energy->measured) {
       EvalResult s = AntiCheatGpu::run(*e, task, seed);
       if (s.report && s.report->energy && s.report->energy->measured) {

@@ -97,6 +97,35 @@ __global__ void checksum_bytes_kernel(const unsigned char* data, size_t bytes, u
   if ((threadIdx.x & 31) == 0) atomicAdd(acc, local);
 }
 
+// Position-independent: each 16-byte block (counted from data) hashed by its contents alone, so
+// blocks moved or swapped leave the sum as it was; the tail shorter than a block keeps its place.
+__global__ void block_multiset_kernel(const unsigned char* data, size_t bytes, unsigned long long* acc) {
+  unsigned long long local = 0;
+  const size_t blocks = bytes / 16;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < blocks;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    unsigned long long lo = 0, hi = 0;
+    for (int b = 0; b < 8; ++b) {
+      lo |= static_cast<unsigned long long>(data[i * 16 + b]) << (8 * b);
+      hi |= static_cast<unsigned long long>(data[i * 16 + 8 + b]) << (8 * b);
+    }
+    local += splitmix64(lo ^ splitmix64(hi ^ 0x5851F42D4C957F2Dull));
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    for (size_t i = blocks * 16; i < bytes; ++i) local += splitmix64(data[i] ^ (i << 8));
+  for (int off = 16; off > 0; off /= 2) local += __shfl_down_sync(0xFFFFFFFFu, local, off);
+  if ((threadIdx.x & 31) == 0) atomicAdd(acc, local);
+}
+
+__global__ void swap_bytes_kernel(unsigned char* a, unsigned char* b, size_t bytes) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < bytes;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const unsigned char t = a[i];
+    a[i] = b[i];
+    b[i] = t;
+  }
+}
+
 __global__ void flip_bits_kernel(unsigned char* data, size_t bytes) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < bytes;
        i += static_cast<size_t>(gridDim.x) * blockDim.x)
@@ -141,6 +170,23 @@ cudaError_t fill_pattern(void* data, size_t elem_size, int64_t n, uint64_t patte
 cudaError_t flip_bits(void* data, size_t bytes, cudaStream_t stream) {
   if (bytes == 0) return cudaSuccess;
   flip_bits_kernel<<<grid_for(static_cast<int64_t>(bytes)), 256, 0, stream>>>(static_cast<unsigned char*>(data), bytes);
+  return cudaGetLastError();
+}
+
+cudaError_t block_multiset(const void* data, size_t bytes, uint64_t* scratch, uint64_t* out, cudaStream_t stream) {
+  cudaError_t e = cudaMemsetAsync(scratch, 0, sizeof(uint64_t), stream);
+  if (e != cudaSuccess) return e;
+  block_multiset_kernel<<<grid_for(static_cast<int64_t>(bytes / 16) + 1), 256, 0, stream>>>(
+      static_cast<const unsigned char*>(data), bytes, reinterpret_cast<unsigned long long*>(scratch));
+  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  if ((e = cudaMemcpyAsync(out, scratch, sizeof(uint64_t), cudaMemcpyDeviceToHost, stream)) != cudaSuccess) return e;
+  return cudaStreamSynchronize(stream);
+}
+
+cudaError_t swap_bytes(void* a, void* b, size_t bytes, cudaStream_t stream) {
+  if (bytes == 0) return cudaSuccess;
+  swap_bytes_kernel<<<grid_for(static_cast<int64_t>(bytes)), 256, 0, stream>>>(static_cast<unsigned char*>(a),
+                                                                             static_cast<unsigned char*>(b), bytes);
   return cudaGetLastError();
 }
 

@@ -24,6 +24,15 @@ cudaError_t fill_pattern(void* data, size_t elem_size, int64_t n, uint64_t patte
 // Synchronizes the stream; *out receives the value. `scratch` is 8 bytes of device memory.
 cudaError_t checksum(const void* data, size_t bytes, uint64_t* scratch, uint64_t* out, cudaStream_t stream);
 
+// A 64-bit sum over the 16-byte blocks of `bytes` bytes at `data` (blocks counted from data, any
+// alignment), each hashed by its contents alone: moving or swapping whole blocks leaves it as it
+// was, any other write changes it. The tail shorter than a block counts with its position.
+// Synchronizes the stream; *out receives the value. `scratch` is 8 bytes of device memory.
+cudaError_t block_multiset(const void* data, size_t bytes, uint64_t* scratch, uint64_t* out, cudaStream_t stream);
+
+// Swaps `bytes` bytes at a with those at b (the two ranges must not overlap).
+cudaError_t swap_bytes(void* a, void* b, size_t bytes, cudaStream_t stream);
+
 // Flips every bit of `bytes` bytes at `data` (any alignment): a checked output a candidate kept
 // can no longer pass for a right one.
 cudaError_t flip_bits(void* data, size_t bytes, cudaStream_t stream);

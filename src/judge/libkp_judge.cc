@@ -53,6 +53,11 @@ void kpj_note_stop(kpj_session* s, const char* outcome, const char* reason, cons
   s->session->note_stop(outcome ? outcome : "", reason ? reason : "", cheat ? cheat : "");
 }
 
+void kpj_note_checked(kpj_session* s, const kpj_tensors* outputs) {
+  if (!s || s != live || !outputs) return;
+  s->session->note_checked(*outputs);
+}
+
 int kpj_time(kpj_session* s, int32_t role, kpj_refresh_fn refresh, kpj_call_fn call, kpj_outputs_fn outputs,
              void* ctx) {
   if (!s || s != live || !refresh || !call || !outputs) return 2;

@@ -191,6 +191,20 @@ std::optional<uint64_t> Session::fingerprint(const kpj_tensors& ts) {
   return h;
 }
 
+void Session::note_checked(const kpj_tensors& outputs) {
+  if (finished_ || in_callback_ || !valid(outputs)) return;
+  for (int j = 0; j < outputs.count; ++j) {
+    const size_t b = nbytes(outputs.t[j]);
+    if (b == 0 || flip_bits(outputs.t[j].data, b, stream_) != cudaSuccess) {
+      cudaGetLastError();
+      continue;
+    }
+    cudaStreamSynchronize(stream_);
+    if (returned_.size() < 4096 || returned_.count(outputs.t[j].data))
+      returned_[outputs.t[j].data] = edge_bytes(outputs.t[j]);
+  }
+}
+
 int Session::refresh_set(int k, const Callbacks& cb, const char* when) {
   kpj_tensors ins{};
   // A seed no earlier call had, within the adapter's seed space (KernelBench's set_seed takes
@@ -500,6 +514,52 @@ int Session::energy(const kpj_energy_config& config, const Callbacks& cb) {
   return energy_inner(config, cb);
 }
 
+std::optional<std::vector<uint64_t>> Session::input_multisets() {
+  std::vector<uint64_t> sums(static_cast<size_t>(inputs_[0].count), 0);
+  for (int k = 0; k < config_.sets; ++k)
+    for (int i = 0; i < inputs_[k].count && i < static_cast<int>(sums.size()); ++i) {
+      uint64_t v = 0;
+      const size_t b = nbytes(inputs_[k].t[i]);
+      if (b && block_multiset(inputs_[k].t[i].data, b, scratch_, &v, stream_) != cudaSuccess) return std::nullopt;
+      sums[static_cast<size_t>(i)] += v;
+    }
+  return sums;
+}
+
+cudaError_t Session::stir(int k, uint64_t* rng) {
+  auto next = [rng]() {  // splitmix64, seeded from the OS once per window
+    uint64_t z = (*rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  const int partner = (k + 1) % config_.sets;
+  for (int i = 0; i < inputs_[k].count; ++i) {
+    const kpj_tensor& a = inputs_[k].t[i];
+    const size_t blocks = nbytes(a) / 16;
+    if (blocks == 0) continue;  // under 16 bytes: a scalar's worth, left as drawn
+    const bool across = partner != k && i < inputs_[partner].count && nbytes(inputs_[partner].t[i]) == nbytes(a);
+    // A sixteenth of the input, at most 1 MiB: enough to change many outputs, little energy.
+    size_t run = std::min<size_t>(std::max<size_t>(blocks / 16, 1), (size_t{1} << 20) / 16);
+    if (!across) run = std::min(run, blocks / 2);
+    if (run == 0) continue;
+    auto* mine = static_cast<unsigned char*>(a.data);
+    unsigned char* one = nullptr;
+    unsigned char* other = nullptr;
+    if (across) {
+      one = mine + 16 * (next() % (blocks - run + 1));
+      other = static_cast<unsigned char*>(inputs_[partner].t[i].data) + 16 * (next() % (blocks - run + 1));
+    } else {  // two runs of the same input, [at, at + run) before [to, to + run)
+      const size_t at = next() % (blocks - 2 * run + 1);
+      const size_t to = at + run + next() % (blocks - 2 * run - at + 1);
+      one = mine + 16 * at;
+      other = mine + 16 * to;
+    }
+    if (cudaError_t e = swap_bytes(one, other, 16 * run, stream_); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
 int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) {
   eval::EnergyReport& e = *energy_;
   if (config.window_s <= 0) {
@@ -551,14 +611,19 @@ int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) 
   in_callback_ = false;
   if (rc != KPJ_CALL_OK) return KPJ_CALLBACK_FAILED;
   if (!valid(first_outs)) return stop("runtime_error", "the adapter described the outputs badly");
-  size_t out_bytes = 0;
+  size_t out_bytes = 0, in_bytes = 0;
   for (int j = 0; j < first_outs.count; ++j) out_bytes += nbytes(first_outs.t[j]);
-  // Copies of the checked calls' outputs, taken in stream order right after each: kEnergyChecks
-  // of them while they fit in an eighth of free memory.
+  for (int i = 0; i < inputs_[0].count; ++i) in_bytes += nbytes(inputs_[0].t[i]);
+  // What the stir keeps, from before the first call: any write to an input changes it.
+  const auto multisets_before = input_multisets();
+  if (!multisets_before) return harness_failure(cudaGetLastError(), "summing the energy window's inputs");
+  // For each checked call, its inputs as the call got them (copied just before it) and its
+  // outputs (copied just after), in stream order: kEnergyChecks of them while they fit in an
+  // eighth of free memory.
   size_t free_bytes = 0, total_bytes = 0;
   cudaMemGetInfo(&free_bytes, &total_bytes);
   int checks = eval::kEnergyChecks;
-  while (checks > 0 && out_bytes * static_cast<size_t>(checks) > free_bytes / 8) --checks;
+  while (checks > 0 && (out_bytes + in_bytes) * static_cast<size_t>(checks) > free_bytes / 8) --checks;
   if (checks == 0) {
     // A window none of whose calls can be checked is not measured (a candidate that holds the
     // device's memory would otherwise switch the checks off).
@@ -570,6 +635,7 @@ int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) 
     int64_t call = 0;
     int set = 0;
     kpj_tensors outs{};  // dtype and shape of the call's outputs; data: the copy
+    unsigned char* inputs = nullptr;  // the set's inputs as the call got them
   };
   std::vector<Pick> picks;
   auto release = [&]() {
@@ -577,7 +643,7 @@ int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) 
       if (p) cudaFree(p);
   };
   for (auto& p : copies)
-    if (cudaMalloc(&p, std::max<size_t>(out_bytes, 16)) != cudaSuccess) {
+    if (cudaMalloc(&p, std::max<size_t>(out_bytes + in_bytes, 16)) != cudaSuccess) {
       cudaGetLastError();
       p = nullptr;
     }
@@ -600,9 +666,25 @@ int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) 
   int64_t calls = 0;
   uint64_t last = *e0;
   std::optional<uint64_t> e1;
+  uint64_t rng = os_random();
   for (;;) {
     for (int64_t c = 0; c < chunk; ++c) {
       const int k = static_cast<int>(calls % config_.sets);
+      if (cudaError_t err = stir(k, &rng); err != cudaSuccess) {
+        release();
+        return harness_failure(err, "stirring the energy window's inputs");
+      }
+      const bool checked = drawn.count(calls) && picks.size() < copies.size() && copies[picks.size()];
+      unsigned char* kept_inputs = nullptr;
+      if (checked) {
+        kept_inputs = static_cast<unsigned char*>(copies[picks.size()]) + out_bytes;
+        size_t at = 0;
+        for (int i = 0; i < inputs_[k].count; ++i) {
+          const size_t b = nbytes(inputs_[k].t[i]);
+          cudaMemcpyAsync(kept_inputs + at, inputs_[k].t[i].data, b, cudaMemcpyDeviceToDevice, stream_);
+          at += b;
+        }
+      }
       in_callback_ = true;
       rc = cb.call(cb.ctx, KPJ_CANDIDATE, k);
       in_callback_ = false;
@@ -610,8 +692,8 @@ int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) 
         release();
         return KPJ_CALLBACK_FAILED;
       }
-      if (drawn.count(calls) && picks.size() < copies.size() && copies[picks.size()]) {
-        Pick p{calls, k, {}};
+      if (checked) {
+        Pick p{calls, k, {}, kept_inputs};
         in_callback_ = true;
         rc = cb.outputs(cb.ctx, KPJ_CANDIDATE, &p.outs);
         in_callback_ = false;
@@ -651,20 +733,29 @@ int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) 
   const double utilization = nvml->utilization_since(u0);
   e.sm_clock_mhz = nvml->sm_clock_mhz();
   e.temperature_c = nvml->temperature_c();
-  // After the window: the inputs as they were, and each checked call's output against the
-  // reference on its set (which did not exist while the candidate ran).
-  for (int k = 0; k < config_.sets; ++k) {
-    auto now = fingerprint(inputs_[k]);
-    if (!now) {
-      release();
-      return harness_failure(cudaGetLastError(), "fingerprinting the inputs");
-    }
-    if (*now != input_print_[k]) {
-      release();
-      return stop("incorrect", "the energy window's calls wrote to their inputs; inputs are read-only", "input_mutation");
-    }
+  // After the window: the inputs' blocks as they were (only moved by the stir), and each checked
+  // call's output against the reference on the inputs that call got (put back in its set), which
+  // did not exist while the candidate ran.
+  const auto multisets_after = input_multisets();
+  if (!multisets_after) {
+    release();
+    return harness_failure(cudaGetLastError(), "summing the energy window's inputs");
+  }
+  if (*multisets_after != *multisets_before) {
+    release();
+    return stop("incorrect", "the energy window's calls wrote to their inputs; inputs are read-only", "input_mutation");
   }
   for (const Pick& p : picks) {
+    size_t at = 0;
+    for (int i = 0; i < inputs_[p.set].count; ++i) {
+      const size_t b = nbytes(inputs_[p.set].t[i]);
+      cudaMemcpyAsync(inputs_[p.set].t[i].data, p.inputs + at, b, cudaMemcpyDeviceToDevice, stream_);
+      at += b;
+    }
+    if (cudaError_t err = cudaStreamSynchronize(stream_); err != cudaSuccess) {
+      release();
+      return harness_failure(err, "restoring a checked energy call's inputs");
+    }
     kpj_tensors want{};
     in_callback_ = true;
     rc = cb.call(cb.ctx, KPJ_REFERENCE, p.set);

@@ -83,6 +83,8 @@ class Session {
 
   // kpj_note_stop: the adapter's own stop, kept unless the core stopped first.
   void note_stop(std::string outcome, std::string reason, std::string cheat);
+  // kpj_note_checked: outputs checked by the adapter, flipped and remembered as returned.
+  void note_checked(const kpj_tensors& outputs);
 
   bool finished() const { return finished_; }
   bool in_callback() const { return in_callback_; }
@@ -104,6 +106,14 @@ class Session {
   int harness_failure(cudaError_t e, const char* what);
   void physics_floor(double median_s);  // fills physics_floor_s_ and its basis
   int energy_inner(const kpj_energy_config& config, const Callbacks& cb);
+  // The energy window's stir before a call on set k: for each input, a random run of its 16-byte
+  // blocks swapped with one of the next set's same input (with another run of its own when there
+  // is one set). A cache keyed on the inputs' identity, pointers or a sample then serves a stale
+  // output, which the window's checked calls see; the blocks only move, so input_multisets() is
+  // unchanged by it and changed by any write of the candidate's.
+  cudaError_t stir(int k, uint64_t* rng);
+  // Per input index, the sum over every set of block_multiset(): what the stir keeps.
+  std::optional<std::vector<uint64_t>> input_multisets();
 
   kpj_config config_;
   std::string error_;

@@ -8,7 +8,9 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -23,7 +25,17 @@ namespace {
 constexpr int64_t kElems = 1 << 20;  // 4 MiB of fp32
 constexpr size_t kBytes = kElems * sizeof(float);
 
-enum class Play { kHonest, kKeptOutput, kStaleRefresh, kWritesInput, kSideStream, kPersistingL2, kReenters };
+enum class Play {
+  kHonest,
+  kKeptOutput,
+  kStaleRefresh,
+  kWritesInput,
+  kSideStream,
+  kPersistingL2,
+  kReenters,
+  kWindowCache,        // in the energy window, a set it has computed once is served from what it kept
+  kWindowWritesInput,  // in the energy window only, writes to its inputs
+};
 
 struct Adapter {
   Play play = Play::kHonest;
@@ -35,6 +47,8 @@ struct Adapter {
   void* big[2] = {};  // the side stream's extra work
   int last_set = 0;
   int calls = 0;
+  bool in_window = false;                 // set by the test around the energy window
+  void* window_seen[2] = {nullptr, nullptr};  // the input buffer each set had at its last computed call
   Session* session = nullptr;
   std::string reentered;
 };
@@ -86,6 +100,13 @@ int call(void* ctx, int32_t role, int32_t set) {
       break;
     case Play::kReenters:
       if (a->session->time(KPJ_REFERENCE, {refresh, call, nullptr, ctx}) != 0) a->reentered = "refused";
+      break;
+    case Play::kWindowCache:  // the same buffer as last time: what it kept for it is "still right"
+      if (a->in_window && a->window_seen[set] == a->in[set]) return KPJ_CALL_OK;
+      if (a->in_window) a->window_seen[set] = a->in[set];
+      break;
+    case Play::kWindowWritesInput:
+      if (a->in_window) cudaMemsetAsync(a->in[set], 0, 64, a->stream);
       break;
     default: break;
   }
@@ -150,6 +171,23 @@ class JudgeSessionGpu : public ::testing::Test {
     EXPECT_TRUE(r.has_value());
     EXPECT_FALSE(s.finish("{}").has_value()) << "a second verdict from one session";
     return nlohmann::json::parse(*r);
+  }
+  // As judge(), then the energy window (0.3 s) as the KernelBench worker runs it.
+  nlohmann::json judge_energy(Play play) {
+    a_.play = play;
+    Session s(config_);
+    a_.session = &s;
+    Callbacks cb{refresh, call, outputs, &a_};
+    if (s.time(KPJ_CANDIDATE, cb) == 0 && s.time(KPJ_REFERENCE, cb) == 0) {
+      const auto timed = nlohmann::json::parse(s.result_json());
+      std::vector<double> xs = timed["candidate"]["samples_s"].get<std::vector<double>>();
+      std::sort(xs.begin(), xs.end());
+      kpj_energy_config e{0.3, 0.1, 50.0, xs.empty() ? 1e-5 : xs[xs.size() / 2]};
+      a_.in_window = true;
+      s.energy(e, cb);
+      a_.in_window = false;
+    }
+    return nlohmann::json::parse(*s.finish(R"({"outcome":"ok","reason":"","cheat":""})"));
   }
   Adapter a_;
   kpj_config config_{};
@@ -239,6 +277,45 @@ TEST_F(JudgeSessionGpu, TheCApiHasOneLiveSessionThatIsNotClosedBeforeItsVerdict)
     finish(next, "{}");
     close(next);
   }
+}
+
+// A buffer the adapter checked itself (a KernelBench correctness trial's output) and noted, handed
+// back by a timed call unchanged, is a result cache; not noted, only "wrong on fresh inputs".
+TEST_F(JudgeSessionGpu, AnOutputCheckedByTheAdapterAndHandedBackIsAResultCache) {
+  for (bool noted : {true, false}) {
+    a_.play = Play::kKeptOutput;
+    a_.calls = 5;  // its "trial" is over: from now on it only hands back cand_out[0]
+    ASSERT_EQ(cudaMemcpy(a_.cand_out[0], a_.in[0], kBytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+    Session s(config_);
+    if (noted) {
+      kpj_tensors trial{};
+      trial.count = 1;
+      trial.t[0] = fp32(a_.cand_out[0]);
+      s.note_checked(trial);
+    }
+    s.time(KPJ_CANDIDATE, {refresh, call, outputs, &a_});
+    auto r = nlohmann::json::parse(*s.finish(R"({"outcome":"ok","reason":"","cheat":""})"));
+    EXPECT_EQ(r["outcome"], "rejected") << r.dump(1);
+    EXPECT_EQ(r["cheat"], noted ? "result_cache" : "batched_calls") << r["reason"];
+  }
+}
+
+// The energy window's calls each see inputs no earlier call had (their blocks stirred), so a cache
+// keyed on the inputs' buffers serves stale outputs there, and a checked call shows it.
+TEST_F(JudgeSessionGpu, TheEnergyWindowStirsItsInputsSoACacheOfThemIsSeen) {
+  auto honest = judge_energy(Play::kHonest);
+  EXPECT_EQ(honest["outcome"], "ok") << honest.dump(1);
+  if (!honest["energy"].value("measured", false))
+    GTEST_SKIP() << "no energy on this machine: " << honest["energy"].dump();
+  EXPECT_GT(honest["energy"]["checked_calls"].get<int>(), 0);
+  a_.window_seen[0] = a_.window_seen[1] = nullptr;
+  auto cache = judge_energy(Play::kWindowCache);
+  EXPECT_EQ(cache["outcome"], "rejected") << cache.dump(1);
+  EXPECT_EQ(cache["cheat"], "phase_dependent");
+  EXPECT_NE(cache["reason"].get<std::string>().find("wrong output"), std::string::npos) << cache["reason"];
+  auto writes = judge_energy(Play::kWindowWritesInput);
+  EXPECT_EQ(writes["outcome"], "incorrect") << writes.dump(1);
+  EXPECT_EQ(writes["cheat"], "input_mutation");
 }
 
 TEST_F(JudgeSessionGpu, AReportOfOkWithoutTheCandidateTimedIsATamper) {

@@ -223,6 +223,14 @@ struct NativeEvaluator::Impl {
   // The worker must not serve another evaluation although its context works: the candidate left
   // threads running that may still launch work into buffers of this evaluation.
   bool retire = false;
+  // Device memory the process holds beyond the harness's own buffers (DeviceBuffer), first seen
+  // at the start of this worker's first evaluation: what candidates left allocated grows it, and
+  // past kLeakRetireBytes the worker retires, so no later evaluation runs short of memory.
+  int64_t outside_baseline = -1;
+  static constexpr int64_t kLeakRetireBytes = int64_t{256} << 20;
+  // Bytes held outside DeviceBuffer now (-1 when unknown); sets `retire` past the baseline's slack.
+  int64_t device_bytes_outside_harness() const;
+  void retire_if_memory_left();
   // Threads of the process before the candidate's library was loaded (-1: not counted): the
   // reference is timed in this process only while no thread more runs (issue 28, item 4).
   int threads_before_load = -1;

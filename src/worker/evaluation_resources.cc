@@ -27,6 +27,33 @@ void NativeEvaluator::Impl::end_evaluation() {
   cand_workspace = DeviceBuffer();
 }
 
+int64_t NativeEvaluator::Impl::device_bytes_outside_harness() const {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return static_cast<int64_t>(total_bytes - free_bytes) - static_cast<int64_t>(DeviceBuffer::live_bytes().load());
+}
+
+void NativeEvaluator::Impl::retire_if_memory_left() {
+  if (poisoned) return;
+  const int64_t now = device_bytes_outside_harness();
+  if (now < 0) return;
+  if (outside_baseline < 0) {
+    outside_baseline = now;
+    return;
+  }
+  // Other processes' memory counts too (cudaMemGetInfo is device-wide): a retire then only costs
+  // a fresh worker.
+  if (now - outside_baseline > kLeakRetireBytes) {
+    std::fprintf(stderr, "kp-worker: %.1f MiB of device memory held beyond the harness's buffers after the evaluation "
+                         "(the candidate left it allocated): this worker retires\n",
+                 static_cast<double>(now - outside_baseline) / (1 << 20));
+    retire = true;
+  }
+}
+
 MaybeStop NativeEvaluator::Impl::ensure_resources() {
   if (stream) return std::nullopt;
   KP_STOP_IF(harness(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "creating a stream"));

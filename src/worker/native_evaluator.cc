@@ -220,12 +220,14 @@ eval::WorkerReport NativeEvaluator::evaluate(const task::Task& task, const std::
   for (const auto& o : task.outputs) report.output_names.push_back(o.name);
   Impl& m = *impl_;
   m.begin_evaluation(task, options, seed);
+  if (m.outside_baseline < 0) m.retire_if_memory_left();  // the first evaluation: the baseline
   auto finish = [&](Outcome o, std::string reason, std::string cheat = {}) {
     report.outcome = o;
     report.reason = std::move(reason);
     report.cheat = std::move(cheat);
-    *context_poisoned = m.poisoned || m.retire;
     m.end_evaluation();
+    m.retire_if_memory_left();
+    *context_poisoned = m.poisoned || m.retire;
     return report;
   };
 
