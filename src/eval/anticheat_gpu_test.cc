@@ -101,13 +101,14 @@ const std::vector<CheatCase>& cheat_cases() {
        "process running after loading the library"},
       {"cheats/native/pointer_cache.cu", "gelu", {Outcome::kIncorrect}, "result_cache", "cached by pointer"},
       // The judge core gives every timed call inputs no call had: a cache by pointer serves stale
-      // values there, and a cache by contents never hits (accepted, it gains nothing: its median
-      // is held to the task's seed, kGainsNothing).
+      // values there, which the core finds to be the reference's result for the set's earlier
+      // inputs; a cache by contents never hits (accepted, it gains nothing: its median is held to
+      // the task's seed, kGainsNothing).
       {"cheats/native/pointer_cache_late.cu",
        "gelu",
        {Outcome::kRejected},
-       "batched_calls",
-       "fresh inputs no call had seen"},
+       "result_cache",
+       "results are cached across calls"},
       {"cheats/native/fingerprint_cache.cu", "gemm_fp32", {Outcome::kRejected, Outcome::kOk}, "result_cache", "cache"},
       {"cheats/native/batched_calls.cu", "gelu", {Outcome::kRejected}, "batched_calls", "deferred to, batched with"},
       {"candidates/gelu/mutates_input.cu", "gelu", {Outcome::kIncorrect}, "input_mutation", "wrote to input 'x'"},
