@@ -39,7 +39,7 @@ run() {  # run NAME TIMEOUT_S COMMAND...: the step's output in logs/NAME.log and
       core) run core 40 build/tests/kp_gpu_tests --gtest_filter='JudgeSession*' ;;
       native) run native 110 build/tests/kp_gpu_tests \
                 --gtest_filter='*CheatIsCaught*:*HonestCandidatePasses*:AntiCheatRules*:*RedTeam*' ;;
-      python) run python 200 python3 python/tests/run_tests.py gpu ;;
+      python) run python 330 python3 python/tests/run_tests.py gpu ;;
       agree)  # issue 41: the old judge and the core on the same candidates, alternating (before-carry)
         ROUNDS=${ROUNDS:-2} run agree 420 bash bench/judge_agree.sh /work/before/build/kernelpro build/kernelpro "$OUT/logs/agree" ;;
       relu)  # issue 41, item 4: the fast form's evaluation of level1/19_ReLU, warm (kb/ carried:
