@@ -13,8 +13,10 @@ if [ "$(readlink -f /work/main 2>/dev/null)" != "$PWD" ]; then mkdir -p /work &&
 [ -e build ] || ln -sfn "$PWD/gpu-carry/build" build
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/kp-cache} PATH="$PATH:/usr/local/cuda/bin" PYTHONUNBUFFERED=1
 export KP_JUDGE_LIBRARY="$PWD/build/libkp_judge.so"
-# The CuTe example's headers, carried when packed with CUTLASS=1.
+# The CuTe example's headers, carried when packed with CUTLASS=1 (or moved to cutlass-carry/, to
+# travel in a call of their own when the build and the tree leave no room beside them).
 [ -d gpu-carry/cutlass ] && export CUTLASS_PATH=$PWD/gpu-carry/cutlass
+[ -d cutlass-carry ] && export CUTLASS_PATH=$PWD/cutlass-carry
 # The old judge's build (scripts/pack_before_build.sh), for the agree step.
 [ -d before-carry ] && ln -sfn "$PWD/before-carry" /work/before
 STEPS=${STEPS:-"core python native"}
@@ -37,6 +39,7 @@ run() {  # run NAME TIMEOUT_S COMMAND...: the step's output in logs/NAME.log and
   for s in $STEPS; do
     case $s in
       core) run core 40 build/tests/kp_gpu_tests --gtest_filter='JudgeSession*' ;;
+      cute) run cute 60 build/tests/kp_gpu_tests --gtest_filter='*cute*' ;;
       native) run native 110 build/tests/kp_gpu_tests \
                 --gtest_filter='*CheatIsCaught*:*HonestCandidatePasses*:AntiCheatRules*:*RedTeam*' ;;
       python) run python 330 python3 python/tests/run_tests.py gpu ;;
