@@ -642,6 +642,9 @@ int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) 
   // Sets drawn fresh for the window, and one call first (unmeasured) for the outputs' sizes.
   for (int k = 0; k < config_.sets; ++k)
     if (int rc = refresh_set(k, cb, "the energy window's inputs")) return rc;
+  // What the stir keeps, from before the first call: any write to an input changes it.
+  const auto multisets_before = input_multisets();
+  if (!multisets_before) return harness_failure(cudaGetLastError(), "summing the energy window's inputs");
   in_callback_ = true;
   int rc = cb.call(cb.ctx, KPJ_CANDIDATE, 0);
   kpj_tensors first_outs{};
@@ -652,9 +655,6 @@ int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) 
   size_t out_bytes = 0, in_bytes = 0;
   for (int j = 0; j < first_outs.count; ++j) out_bytes += nbytes(first_outs.t[j]);
   for (int i = 0; i < inputs_[0].count; ++i) in_bytes += nbytes(inputs_[0].t[i]);
-  // What the stir keeps, from before the first call: any write to an input changes it.
-  const auto multisets_before = input_multisets();
-  if (!multisets_before) return harness_failure(cudaGetLastError(), "summing the energy window's inputs");
   // For each checked call, its inputs as the call got them (copied just before it) and its
   // outputs (copied just after), in stream order: kEnergyChecks of them while they fit in an
   // eighth of free memory.
