@@ -6,9 +6,31 @@
 #   ROUNDS (default 2): before/after pairs per candidate (the table takes the median of each side)
 # The candidates: the seven native examples' seeds, the committed campaigns' best kernels, and
 # KernelBench's 19_ReLU and 30_Softsign with their committed fast forms (kb/ holds the problems).
-# Writes OUT_DIR/agree.jsonl (one line per evaluation) and OUT_DIR/agree.md.
+# Writes OUT_DIR/agree.jsonl (one line per evaluation) and OUT_DIR/agree.md (also from a run cut
+# short: bench/judge_agree.sh --table OUT_DIR).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+table() {  # table OUT_DIR: agree.md from what agree.jsonl holds so far (a run cut short too)
+python3 - "$1/agree.jsonl" > "$1/agree.md" <<'PY'
+import json, statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    rows.setdefault(r["row"], {}).setdefault(r["build"], []).append(r)
+print("| candidate | old judge (median us) | judge core (median us) | core / old | outcomes |")
+print("|---|---|---|---|---|")
+for name, by in rows.items():
+    def med(b):
+        xs = [r["median_s"] for r in by.get(b, []) if r["outcome"] == "ok" and r["median_s"]]
+        return statistics.median(xs) * 1e6 if xs else None
+    b, a = med("before"), med("after")
+    ratio = f"{a / b:.3f}" if a and b else "-"
+    outs = "; ".join(f"{k}: {','.join(str(r['outcome']) for r in v)}" for k, v in by.items())
+    print(f"| {name} | {b and f'{b:.2f}' or '-'} | {a and f'{a:.2f}' or '-'} | {ratio} | {outs} |")
+PY
+cat "$1/agree.md"
+}
+if [ "${1:-}" = --table ]; then table "$2"; exit 0; fi
 BEFORE=$1 AFTER=$2 OUT=$3
 ROUNDS=${ROUNDS:-2}
 mkdir -p "$OUT"
@@ -44,21 +66,4 @@ PY
     done
   done
 done
-python3 - "$OUT/agree.jsonl" > "$OUT/agree.md" <<'PY'
-import json, statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    rows.setdefault(r["row"], {}).setdefault(r["build"], []).append(r)
-print("| candidate | old judge (median us) | judge core (median us) | core / old | outcomes |")
-print("|---|---|---|---|---|")
-for name, by in rows.items():
-    def med(b):
-        xs = [r["median_s"] for r in by.get(b, []) if r["outcome"] == "ok" and r["median_s"]]
-        return statistics.median(xs) * 1e6 if xs else None
-    b, a = med("before"), med("after")
-    ratio = f"{a / b:.3f}" if a and b else "-"
-    outs = "; ".join(f"{k}: {','.join(str(r['outcome']) for r in v)}" for k, v in by.items())
-    print(f"| {name} | {b and f'{b:.2f}' or '-'} | {a and f'{a:.2f}' or '-'} | {ratio} | {outs} |")
-PY
-cat "$OUT/agree.md"
+table "$OUT"

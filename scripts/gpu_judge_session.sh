@@ -22,9 +22,14 @@ export KP_JUDGE_LIBRARY="$PWD/build/libkp_judge.so"
 STEPS=${STEPS:-"core python native"}
 step() { echo; echo "== $* ($(date +%T))"; }
 pack() { tar czf "$OUT/results.tar.gz" -C "$OUT" logs 2>/dev/null; }
-run() {  # run NAME TIMEOUT_S COMMAND...: the step's output in logs/NAME.log and on stdout
+T0=$(date +%s)
+run() {  # run NAME TIMEOUT_S COMMAND...: the step's output in logs/NAME.log and on stdout; no step
+  # runs past DEADLINE_S seconds from the start (default 570, inside the device tool's 600)
   local name=$1 limit=$2
   shift 2
+  local left=$(( ${DEADLINE_S:-570} - ($(date +%s) - T0) ))
+  ((left < 15)) && { echo "$name: skipped, deadline"; return; }
+  ((limit > left)) && limit=$left
   step "$name"
   timeout "$limit" "$@" 2>&1 | tee "$OUT/logs/$name.log"
   echo "exit ${PIPESTATUS[0]}"
@@ -44,7 +49,8 @@ run() {  # run NAME TIMEOUT_S COMMAND...: the step's output in logs/NAME.log and
                 --gtest_filter='*CheatIsCaught*:*HonestCandidatePasses*:AntiCheatRules*:*RedTeam*' ;;
       python) run python 330 python3 python/tests/run_tests.py gpu ;;
       agree)  # issue 41: the old judge and the core on the same candidates, alternating (before-carry)
-        ROUNDS=${ROUNDS:-2} run agree 420 bash bench/judge_agree.sh /work/before/build/kernelpro build/kernelpro "$OUT/logs/agree" ;;
+        ROUNDS=${ROUNDS:-2} run agree 420 bash bench/judge_agree.sh /work/before/build/kernelpro build/kernelpro "$OUT/logs/agree"
+        bash bench/judge_agree.sh --table "$OUT/logs/agree"; pack ;;
       relu)  # issue 41, item 4: the fast form's evaluation of level1/19_ReLU, warm (kb/ carried:
         # KernelBench's 19_ReLU.py copied from shared/kernelbench/level1)
         BUILDS=after ROWS="relu_fast relu_fast_2 relu_inline" run relu 150 \
