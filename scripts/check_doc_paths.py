@@ -11,7 +11,7 @@ not a placeholder. Text inside fenced code blocks is not read.
 A path exists when it does relative to the repository root, or under `src/` (the document writes
 `judge/session.cc` for `src/judge/session.cc`), or under `python/` (`kernelpro_torch/judge.py`).
 
-Usage: check_doc_paths.py DOCUMENT.md [REPO_ROOT]   (default root: this script's repository)
+Usage: check_doc_paths.py DOCUMENT.md [REPO_ROOT]   (default root: the repository holding DOCUMENT.md)
        check_doc_paths.py --self-test
 Exit status 1, with one line per missing path, when any is missing.
 """
@@ -59,6 +59,19 @@ def as_path(token):
         if part and not DOC_NAME.match(part) and PLACEHOLDER_WORD.search(part):
             return None
     return t
+
+
+def repository_of(doc):
+    """The nearest folder above `doc` that holds `.git` (a folder, or a worktree's file), else its own."""
+    here = os.path.dirname(os.path.abspath(doc))
+    d = here
+    while True:
+        if os.path.exists(os.path.join(d, ".git")):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return here
+        d = parent
 
 
 def exists(root, path):
@@ -113,7 +126,7 @@ def main(argv):
         print(__doc__)
         return 2
     doc = argv[1]
-    root = argv[2] if len(argv) > 2 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = argv[2] if len(argv) > 2 else repository_of(doc)
     missing = check(doc, root)
     for n, path in missing:
         print(f"{os.path.basename(doc)}:{n}: `{path}` does not exist (nor under src/ or python/)")
