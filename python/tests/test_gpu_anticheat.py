@@ -51,7 +51,10 @@ CHEATS = [
     ("relu.py", "cheats/background_thread.py", "honest/relu_fast.cu", {}, ("rejected",), "background_thread", "thread"),
     ("relu.py", "cheats/background_process.py", "honest/relu_fast.cu", {}, ("rejected",), "background_process",
      "process(es) running"),
-    ("relu.py", "cheats/pointer_cache.py", "honest/relu_fast.cu", {}, ("rejected", "incorrect"), "result_cache", "cache"),
+    # A cache by input pointer serves stale values on the core's fresh inputs: grossly wrong, and
+    # the core cannot tell a result kept from an earlier call from work deferred to a later one.
+    ("relu.py", "cheats/pointer_cache.py", "honest/relu_fast.cu", {}, ("rejected", "incorrect"), "batched_calls",
+     "cached from other calls"),
     # Every timed call gets inputs drawn fresh for it (the judge core): a cache keyed on sampled
     # values, or an output probe, never hits, and the work it then does is timed. Accepted, it
     # gains nothing: its median is held to the honest twin's (TWINS).

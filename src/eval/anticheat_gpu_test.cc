@@ -101,16 +101,17 @@ const std::vector<CheatCase>& cheat_cases() {
        "process running after loading the library"},
       {"cheats/native/pointer_cache.cu", "gelu", {Outcome::kIncorrect}, "result_cache", "cached by pointer"},
       // The judge core gives every timed call inputs no call had: a cache by pointer serves stale
-      // values there, which the core finds to be the reference's result for the set's earlier
-      // inputs; a cache by contents never hits (accepted, it gains nothing: its median is held to
-      // the task's seed, kGainsNothing).
+      // values there (grossly wrong on fresh inputs: the core cannot tell a result kept from an
+      // earlier call from one deferred to a later call, so it names batched_calls and says both);
+      // a cache by contents never hits (accepted, it gains nothing: its median is held to the
+      // task's seed, kGainsNothing).
       {"cheats/native/pointer_cache_late.cu",
        "gelu",
        {Outcome::kRejected},
-       "result_cache",
-       "results are cached across calls"},
+       "batched_calls",
+       "cached from other calls"},
       {"cheats/native/fingerprint_cache.cu", "gemm_fp32", {Outcome::kRejected, Outcome::kOk}, "result_cache", "cache"},
-      {"cheats/native/batched_calls.cu", "gelu", {Outcome::kRejected}, "batched_calls", "deferred to, batched with"},
+      {"cheats/native/batched_calls.cu", "gelu", {Outcome::kRejected}, "batched_calls", "batched with"},
       {"candidates/gelu/mutates_input.cu", "gelu", {Outcome::kIncorrect}, "input_mutation", "wrote to input 'x'"},
       {"candidates/gelu/zeros.cu", "gelu", {Outcome::kIncorrect}, "constant_output", "constant output"},
       {"cheats/native/constant.cu", "gelu", {Outcome::kIncorrect}, "constant_output", "constant output (0.5)"},

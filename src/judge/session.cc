@@ -229,34 +229,7 @@ int Session::refresh_set(int k, const Callbacks& cb, const char* when) {
   }
   inputs_[k] = ins;
   input_print_[k] = *fp;
-  set_seeds_[k].push_back(seed);
   return 0;
-}
-
-bool Session::is_earlier_result(int k, const kpj_tensors& got, const Callbacks& cb, int* calls_back) {
-  const auto& seeds = set_seeds_[k];
-  // The three inputs before the current one: what a cache keyed on the set's buffers serves.
-  for (int back = 1; back <= 3 && back < static_cast<int>(seeds.size()); ++back) {
-    kpj_tensors ins{}, want{};
-    in_callback_ = true;
-    int rc = cb.refresh(cb.ctx, k, seeds[seeds.size() - 1 - static_cast<size_t>(back)], &ins);
-    if (rc == KPJ_CALL_OK) rc = cb.call(cb.ctx, KPJ_REFERENCE, k);
-    if (rc == KPJ_CALL_OK) rc = cb.outputs(cb.ctx, KPJ_REFERENCE, &want);
-    in_callback_ = false;
-    if (rc != KPJ_CALL_OK || !valid(want) || want.count != got.count) return false;
-    if (cudaDeviceSynchronize() != cudaSuccess) return false;
-    bool all = true;
-    for (int j = 0; all && j < got.count; ++j) {
-      eval::OutputCheck c;
-      all = got.t[j].dtype == want.t[j].dtype && shape_of(got.t[j]) == shape_of(want.t[j]) &&
-            compare_output(got.t[j], want.t[j], &c) == cudaSuccess && c.passed;
-    }
-    if (all) {
-      *calls_back = back;
-      return true;
-    }
-  }
-  return false;
 }
 
 int Session::one_timed_call(int role, int k, const Callbacks& cb, int index, double* event_s, double* wall_s,
@@ -403,13 +376,6 @@ int Session::check_outputs(int k, const kpj_tensors& got, const Callbacks& cb, i
         return stop("rejected",
                     reason + "it is a buffer an earlier call returned, still holding that call's values (flipped after "
                              "its check): results are cached across calls",
-                    "result_cache");
-      int back = 0;
-      if (is_earlier_result(k, got, cb, &back))
-        return stop("rejected",
-                    reason + fmt::format("it is the reference's result for the inputs this set had {} call{} before "
-                                         "(redrawn from their seed): results are cached across calls",
-                                         back, back == 1 ? "" : "s"),
                     "result_cache");
       return stop("rejected",
                   reason + "work is deferred to, batched with or cached from other calls, or the call behaves "

@@ -139,11 +139,6 @@ class Session {
   std::set<uint64_t> seeds_;        // every seed handed to a refresh
   kpj_tensors inputs_[64] = {};     // the current inputs of each set (sets <= 64)
   uint64_t input_print_[64] = {};
-  std::vector<uint64_t> set_seeds_[64];  // the seeds each set was refreshed with, oldest first
-  // After a grossly wrong output on set k: is it the reference's result for one of the set's
-  // earlier inputs (redrawn from their seeds)? Then the call served a cached result. Diagnosis
-  // only: the verdict is already a rejection.
-  bool is_earlier_result(int k, const kpj_tensors& got, const Callbacks& cb, int* calls_back);
   // Every output buffer the candidate has handed back, with its first and last 64 bytes as the
   // core left them (flipped after the check): a wrong output whose buffer still holds exactly
   // that was kept and handed back untouched, a result cache.
