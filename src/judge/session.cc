@@ -564,24 +564,36 @@ cudaError_t Session::stir(int k, uint64_t* rng) {
   return cudaSuccess;
 }
 
-int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) {
-  eval::EnergyReport& e = *energy_;
-  if (config.window_s <= 0) {
-    e.unavailable_reason = "disabled (--no-energy)";
-    return 0;
+// The energy window's state across its steps: the NVML counter, the checked calls' copies (freed
+// with it) and what the window measured.
+struct Session::EnergyWindow {
+  Nvml* nvml = nullptr;
+  bool ended = false;  // ended without a measurement; the report says why
+  std::optional<std::vector<uint64_t>> multisets_before;
+  size_t out_bytes = 0, in_bytes = 0;
+  struct Pick {
+    int64_t call = 0;
+    int set = 0;
+    kpj_tensors outs{};               // dtype and shape of the call's outputs; data: the copy
+    unsigned char* inputs = nullptr;  // the set's inputs as the call got them
+  };
+  std::vector<void*> copies;  // one per check: the outputs, then the inputs
+  std::vector<Pick> picks;
+  std::set<int64_t> drawn;  // the calls to check
+  std::optional<uint64_t> e0, e1;
+  int64_t calls = 0;
+  double window_s = 0, utilization = 0;
+
+  ~EnergyWindow() {
+    for (void* p : copies)
+      if (p) cudaFree(p);
   }
-  std::string why;
-  Nvml* nvml = process_nvml(&why);
-  if (!nvml) {
-    e.unavailable_reason = why.empty() ? "NVML unavailable" : why;
-    return 0;
-  }
-  auto read = [&]() -> std::optional<uint64_t> {
+  std::optional<uint64_t> read() const {
     auto r = nvml->total_energy_mj();
     return r.ok() ? std::optional<uint64_t>(*r) : std::nullopt;
-  };
+  }
   // The counter updates about every 100 ms: waits for its next change.
-  auto next_tick = [&](uint64_t from) -> std::optional<uint64_t> {
+  std::optional<uint64_t> next_tick(uint64_t from) const {
     const auto t0 = Clock::now();
     while (seconds_between(t0, Clock::now()) < 0.5) {
       auto v = read();
@@ -589,28 +601,55 @@ int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) 
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     return from;
-  };
+  }
+};
+
+int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) {
+  eval::EnergyReport& e = *energy_;
+  if (config.window_s <= 0) {
+    e.unavailable_reason = "disabled (--no-energy)";
+    return 0;
+  }
+  EnergyWindow w;
+  std::string why;
+  w.nvml = process_nvml(&why);
+  if (!w.nvml) {
+    e.unavailable_reason = why.empty() ? "NVML unavailable" : why;
+    return 0;
+  }
   if (cudaError_t err = cudaDeviceSynchronize(); err != cudaSuccess) return harness_failure(err, "before the energy window");
-  auto first = read();
+  auto first = w.read();
   if (!first) {
     e.unavailable_reason = "NVML energy read failed";
     return 0;
   }
   e.idle_watts = config.idle_watts;
   if (config.idle_watts < 0) {
-    auto a = next_tick(*first);
+    auto a = w.next_tick(*first);
     const auto t0 = Clock::now();
     std::this_thread::sleep_for(std::chrono::duration<double>(std::max(config.idle_window_s, 0.1)));
-    auto b = next_tick(read().value_or(a.value_or(0)));
+    auto b = w.next_tick(w.read().value_or(a.value_or(0)));
     const double dt = seconds_between(t0, Clock::now());
     e.idle_watts = (a && b && dt > 0) ? static_cast<double>(*b - *a) * 1e-3 / dt : 0.0;
   }
+  if (int rc = energy_prepare(config, cb, &w); rc || w.ended) return rc;
+  w.e0 = w.next_tick(w.read().value_or(*first));
+  if (!w.e0) {
+    e.unavailable_reason = "NVML energy read failed";
+    return 0;
+  }
+  if (int rc = energy_calls(config, cb, &w)) return rc;
+  if (int rc = energy_check(cb, &w)) return rc;
+  return energy_conclude(config, w);
+}
+
+int Session::energy_prepare(const kpj_energy_config& config, const Callbacks& cb, EnergyWindow* w) {
   // Sets drawn fresh for the window, and one call first (unmeasured) for the outputs' sizes.
   for (int k = 0; k < config_.sets; ++k)
     if (int rc = refresh_set(k, cb, "the energy window's inputs")) return rc;
   // What the stir keeps, from before the first call: any write to an input changes it.
-  const auto multisets_before = input_multisets();
-  if (!multisets_before) return harness_failure(cudaGetLastError(), "summing the energy window's inputs");
+  w->multisets_before = input_multisets();
+  if (!w->multisets_before) return harness_failure(cudaGetLastError(), "summing the energy window's inputs");
   in_callback_ = true;
   int rc = cb.call(cb.ctx, KPJ_CANDIDATE, 0);
   kpj_tensors first_outs{};
@@ -618,189 +657,165 @@ int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) 
   in_callback_ = false;
   if (rc != KPJ_CALL_OK) return KPJ_CALLBACK_FAILED;
   if (!valid(first_outs)) return stop("runtime_error", "the adapter described the outputs badly");
-  size_t out_bytes = 0, in_bytes = 0;
-  for (int j = 0; j < first_outs.count; ++j) out_bytes += nbytes(first_outs.t[j]);
-  for (int i = 0; i < inputs_[0].count; ++i) in_bytes += nbytes(inputs_[0].t[i]);
+  for (int j = 0; j < first_outs.count; ++j) w->out_bytes += nbytes(first_outs.t[j]);
+  for (int i = 0; i < inputs_[0].count; ++i) w->in_bytes += nbytes(inputs_[0].t[i]);
   // For each checked call, its inputs as the call got them (copied just before it) and its
   // outputs (copied just after), in stream order: kEnergyChecks of them while they fit in an
   // eighth of free memory.
   size_t free_bytes = 0, total_bytes = 0;
   cudaMemGetInfo(&free_bytes, &total_bytes);
   int checks = eval::kEnergyChecks;
-  while (checks > 0 && (out_bytes + in_bytes) * static_cast<size_t>(checks) > free_bytes / 8) --checks;
+  while (checks > 0 && (w->out_bytes + w->in_bytes) * static_cast<size_t>(checks) > free_bytes / 8) --checks;
   if (checks == 0) {
     // A window none of whose calls can be checked is not measured (a candidate that holds the
     // device's memory would otherwise switch the checks off).
-    e.unavailable_reason = "not measured: too little free device memory to check the window's calls";
+    energy_->unavailable_reason = "not measured: too little free device memory to check the window's calls";
+    w->ended = true;
     return 0;
   }
-  std::vector<void*> copies(static_cast<size_t>(checks), nullptr);
-  struct Pick {
-    int64_t call = 0;
-    int set = 0;
-    kpj_tensors outs{};  // dtype and shape of the call's outputs; data: the copy
-    unsigned char* inputs = nullptr;  // the set's inputs as the call got them
-  };
-  std::vector<Pick> picks;
-  auto release = [&]() {
-    for (void* p : copies)
-      if (p) cudaFree(p);
-  };
-  for (auto& p : copies)
-    if (cudaMalloc(&p, std::max<size_t>(out_bytes + in_bytes, 16)) != cudaSuccess) {
+  w->copies.assign(static_cast<size_t>(checks), nullptr);
+  for (auto& p : w->copies)
+    if (cudaMalloc(&p, std::max<size_t>(w->out_bytes + w->in_bytes, 16)) != cudaSuccess) {
       cudaGetLastError();
       p = nullptr;
     }
-  const double call_s = std::max(config.call_s, 1e-7);
-  const int64_t chunk = eval::energy_chunk_calls(call_s);
   // The checked calls are drawn among the first eighth of the calls the window should hold at the
   // timed rate, so that a host-bound adapter, slower than that rate, still reaches them.
+  const double call_s = std::max(config.call_s, 1e-7);
   const int64_t expected = std::max<int64_t>(1, static_cast<int64_t>(config.window_s / call_s) / 8);
-  std::set<int64_t> drawn;
-  while (static_cast<int>(drawn.size()) < checks && static_cast<int64_t>(drawn.size()) < expected)
-    drawn.insert(static_cast<int64_t>(os_random() % static_cast<uint64_t>(expected)));
-  auto e0 = next_tick(read().value_or(*first));
-  if (!e0) {
-    release();
-    e.unavailable_reason = "NVML energy read failed";
-    return 0;
-  }
+  while (static_cast<int>(w->drawn.size()) < checks && static_cast<int64_t>(w->drawn.size()) < expected)
+    w->drawn.insert(static_cast<int64_t>(os_random() % static_cast<uint64_t>(expected)));
+  return 0;
+}
+
+int Session::energy_calls(const kpj_energy_config& config, const Callbacks& cb, EnergyWindow* w) {
+  const int64_t chunk = eval::energy_chunk_calls(std::max(config.call_s, 1e-7));
   const uint64_t u0 = epoch_us();
   const auto t0 = Clock::now();
-  int64_t calls = 0;
-  uint64_t last = *e0;
-  std::optional<uint64_t> e1;
+  uint64_t last = *w->e0;
   uint64_t rng = os_random();
   for (;;) {
-    for (int64_t c = 0; c < chunk; ++c) {
-      const int k = static_cast<int>(calls % config_.sets);
-      if (cudaError_t err = stir(k, &rng); err != cudaSuccess) {
-        release();
-        return harness_failure(err, "stirring the energy window's inputs");
-      }
-      const bool checked = drawn.count(calls) && picks.size() < copies.size() && copies[picks.size()];
-      unsigned char* kept_inputs = nullptr;
-      if (checked) {
-        kept_inputs = static_cast<unsigned char*>(copies[picks.size()]) + out_bytes;
-        size_t at = 0;
-        for (int i = 0; i < inputs_[k].count; ++i) {
-          const size_t b = nbytes(inputs_[k].t[i]);
-          cudaMemcpyAsync(kept_inputs + at, inputs_[k].t[i].data, b, cudaMemcpyDeviceToDevice, stream_);
-          at += b;
-        }
-      }
-      in_callback_ = true;
-      rc = cb.call(cb.ctx, KPJ_CANDIDATE, k);
-      in_callback_ = false;
-      if (rc != KPJ_CALL_OK) {
-        release();
-        return KPJ_CALLBACK_FAILED;
-      }
-      if (checked) {
-        Pick p{calls, k, {}, kept_inputs};
-        in_callback_ = true;
-        rc = cb.outputs(cb.ctx, KPJ_CANDIDATE, &p.outs);
-        in_callback_ = false;
-        if (rc != KPJ_CALL_OK) {
-          release();
-          return KPJ_CALLBACK_FAILED;
-        }
-        auto* dst = static_cast<unsigned char*>(copies[picks.size()]);
-        size_t at = 0;
-        for (int j = 0; valid(p.outs) && j < p.outs.count; ++j) {
-          const size_t b = nbytes(p.outs.t[j]);
-          if (at + b > out_bytes) break;  // a call returned more than the first: checked as wrong below
-          cudaMemcpyAsync(dst + at, p.outs.t[j].data, b, cudaMemcpyDeviceToDevice, stream_);
-          p.outs.t[j].data = dst + at;
-          at += b;
-        }
-        picks.push_back(p);
-      }
-      ++calls;
-    }
-    if (cudaError_t err = cudaDeviceSynchronize(); err != cudaSuccess) {
-      release();
+    for (int64_t c = 0; c < chunk; ++c)
+      if (int rc = energy_call(cb, w, &rng)) return rc;
+    if (cudaError_t err = cudaDeviceSynchronize(); err != cudaSuccess)
       return harness_failure(err, "the candidate's energy calls");
-    }
     const double elapsed = seconds_between(t0, Clock::now());
     if (elapsed < config.window_s) continue;
-    auto v = read();
+    auto v = w->read();
     if (!v) break;
     if (*v != last) {
-      e1 = v;
+      w->e1 = v;
       break;
     }
     last = *v;
     if (elapsed > config.window_s + 1.0) break;
   }
-  const double window = seconds_between(t0, Clock::now());
-  const double utilization = nvml->utilization_since(u0);
-  e.sm_clock_mhz = nvml->sm_clock_mhz();
-  e.temperature_c = nvml->temperature_c();
+  w->window_s = seconds_between(t0, Clock::now());
+  w->utilization = w->nvml->utilization_since(u0);
+  energy_->sm_clock_mhz = w->nvml->sm_clock_mhz();
+  energy_->temperature_c = w->nvml->temperature_c();
+  return 0;
+}
+
+int Session::energy_call(const Callbacks& cb, EnergyWindow* w, uint64_t* rng) {
+  const int k = static_cast<int>(w->calls % config_.sets);
+  if (cudaError_t err = stir(k, rng); err != cudaSuccess)
+    return harness_failure(err, "stirring the energy window's inputs");
+  const size_t n = w->picks.size();
+  const bool checked = w->drawn.count(w->calls) && n < w->copies.size() && w->copies[n];
+  unsigned char* kept_inputs = nullptr;
+  if (checked) {
+    kept_inputs = static_cast<unsigned char*>(w->copies[n]) + w->out_bytes;
+    size_t at = 0;
+    for (int i = 0; i < inputs_[k].count; ++i) {
+      const size_t b = nbytes(inputs_[k].t[i]);
+      cudaMemcpyAsync(kept_inputs + at, inputs_[k].t[i].data, b, cudaMemcpyDeviceToDevice, stream_);
+      at += b;
+    }
+  }
+  in_callback_ = true;
+  int rc = cb.call(cb.ctx, KPJ_CANDIDATE, k);
+  in_callback_ = false;
+  if (rc != KPJ_CALL_OK) return KPJ_CALLBACK_FAILED;
+  if (checked) {
+    EnergyWindow::Pick p{w->calls, k, {}, kept_inputs};
+    in_callback_ = true;
+    rc = cb.outputs(cb.ctx, KPJ_CANDIDATE, &p.outs);
+    in_callback_ = false;
+    if (rc != KPJ_CALL_OK) return KPJ_CALLBACK_FAILED;
+    auto* dst = static_cast<unsigned char*>(w->copies[n]);
+    size_t at = 0;
+    for (int j = 0; valid(p.outs) && j < p.outs.count; ++j) {
+      const size_t b = nbytes(p.outs.t[j]);
+      if (at + b > w->out_bytes) break;  // a call returned more than the first: checked as wrong below
+      cudaMemcpyAsync(dst + at, p.outs.t[j].data, b, cudaMemcpyDeviceToDevice, stream_);
+      p.outs.t[j].data = dst + at;
+      at += b;
+    }
+    w->picks.push_back(p);
+  }
+  ++w->calls;
+  return 0;
+}
+
+int Session::energy_check(const Callbacks& cb, EnergyWindow* w) {
   // After the window: the inputs' blocks as they were (only moved by the stir), and each checked
   // call's output against the reference on the inputs that call got (put back in its set), which
   // did not exist while the candidate ran.
   const auto multisets_after = input_multisets();
-  if (!multisets_after) {
-    release();
-    return harness_failure(cudaGetLastError(), "summing the energy window's inputs");
-  }
-  if (*multisets_after != *multisets_before) {
-    release();
+  if (!multisets_after) return harness_failure(cudaGetLastError(), "summing the energy window's inputs");
+  if (*multisets_after != *w->multisets_before)
     return stop("incorrect", "the energy window's calls wrote to their inputs; inputs are read-only", "input_mutation");
-  }
-  for (const Pick& p : picks) {
+  for (const EnergyWindow::Pick& p : w->picks) {
     size_t at = 0;
     for (int i = 0; i < inputs_[p.set].count; ++i) {
       const size_t b = nbytes(inputs_[p.set].t[i]);
       cudaMemcpyAsync(inputs_[p.set].t[i].data, p.inputs + at, b, cudaMemcpyDeviceToDevice, stream_);
       at += b;
     }
-    if (cudaError_t err = cudaStreamSynchronize(stream_); err != cudaSuccess) {
-      release();
+    if (cudaError_t err = cudaStreamSynchronize(stream_); err != cudaSuccess)
       return harness_failure(err, "restoring a checked energy call's inputs");
-    }
     kpj_tensors want{};
     in_callback_ = true;
-    rc = cb.call(cb.ctx, KPJ_REFERENCE, p.set);
+    int rc = cb.call(cb.ctx, KPJ_REFERENCE, p.set);
     if (rc == KPJ_CALL_OK) rc = cb.outputs(cb.ctx, KPJ_REFERENCE, &want);
     in_callback_ = false;
-    if (rc != KPJ_CALL_OK) {
-      release();
-      return KPJ_CALLBACK_FAILED;
-    }
+    if (rc != KPJ_CALL_OK) return KPJ_CALLBACK_FAILED;
     cudaDeviceSynchronize();
     bool right = valid(want) && valid(p.outs) && want.count == p.outs.count;
     std::string what = right ? "" : "it returned other outputs than the reference";
     for (int j = 0; right && j < want.count; ++j) {
       const kpj_tensor& o = p.outs.t[j];
-      const kpj_tensor& w = want.t[j];
-      if (o.dtype != w.dtype || shape_of(o) != shape_of(w)) {
+      const kpj_tensor& r = want.t[j];
+      if (o.dtype != r.dtype || shape_of(o) != shape_of(r)) {
         right = false;
         what = "an output of another shape or dtype";
         break;
       }
       eval::OutputCheck c;
-      if (cudaError_t err = compare_output(o, w, &c); err != cudaSuccess) {
-        release();
+      if (cudaError_t err = compare_output(o, r, &c); err != cudaSuccess)
         return harness_failure(err, "comparing an energy call's output");
-      }
       if (!c.passed) {
         right = false;
         what = c.reason;
       }
     }
-    if (!right) {
-      release();
+    if (!right)
       return stop("rejected",
                   fmt::format("energy call {} (input set {}), one of the window's calls checked at random, returned a "
                               "wrong output: {}; the candidate behaves differently while its energy is measured",
                               p.call + 1, p.set + 1, what),
                   "phase_dependent");
-    }
-    ++e.checked_calls;
+    ++energy_->checked_calls;
   }
-  release();
+  return 0;
+}
+
+int Session::energy_conclude(const kpj_energy_config& config, const EnergyWindow& w) {
+  eval::EnergyReport& e = *energy_;
+  const double call_s = std::max(config.call_s, 1e-7);
+  const double window = w.window_s;
+  const int64_t calls = w.calls;
   if (e.checked_calls == 0) {
     e.unavailable_reason = "not measured: none of the window's calls could be checked";
     return 0;
@@ -811,26 +826,26 @@ int Session::energy_inner(const kpj_energy_config& config, const Callbacks& cb) 
                             "of a timed call: the candidate skips work while its energy is measured",
                             calls, window / static_cast<double>(std::max<int64_t>(calls, 1)) * 1e6, call_s * 1e6),
                 "phase_dependent");
-  if (eval::energy_gpu_idle(window, calls, call_s, utilization))
+  if (eval::energy_gpu_idle(window, calls, call_s, w.utilization))
     return stop("rejected",
                 fmt::format("in the energy window the GPU ran kernels {:.0f}% of the time, where {} calls of the timed "
                             "{:.1f} us would keep it busy {:.0f}%: the calls did not do the timed work (kept outputs "
                             "replayed, or work skipped) while their energy was measured",
-                            utilization, calls, call_s * 1e6,
+                            w.utilization, calls, call_s * 1e6,
                             std::min(1.0, static_cast<double>(calls) * call_s / window) * 100),
                 "phase_dependent");
-  if (!e1) {
+  if (!w.e1) {
     e.unavailable_reason = "the NVML energy counter did not advance";
     return 0;
   }
-  const double joules = static_cast<double>(*e1 - *e0) * 1e-3;
+  const double joules = static_cast<double>(*w.e1 - *w.e0) * 1e-3;
   e.measured = true;
   e.calls = calls;
   e.window_s = window;
   e.joules_per_call = joules / static_cast<double>(calls);
   e.average_watts = joules / window;
   e.dynamic_joules_per_call = std::max(0.0, joules - e.idle_watts * window) / static_cast<double>(calls);
-  gpu_utilization_pct_ = utilization;
+  gpu_utilization_pct_ = w.utilization;
   return 0;
 }
 

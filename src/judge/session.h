@@ -105,7 +105,16 @@ class Session {
   int stop(std::string outcome, std::string reason, std::string cheat = {});
   int harness_failure(cudaError_t e, const char* what);
   void physics_floor(double median_s);  // fills physics_floor_s_ and its basis
+  // The energy window, in its steps: sets and checks drawn (prepare), the calls (calls, each
+  // energy_call), the checked calls against the reference (check), the window's tests and the
+  // report (conclude).
+  struct EnergyWindow;
   int energy_inner(const kpj_energy_config& config, const Callbacks& cb);
+  int energy_prepare(const kpj_energy_config& config, const Callbacks& cb, EnergyWindow* w);
+  int energy_calls(const kpj_energy_config& config, const Callbacks& cb, EnergyWindow* w);
+  int energy_call(const Callbacks& cb, EnergyWindow* w, uint64_t* rng);
+  int energy_check(const Callbacks& cb, EnergyWindow* w);
+  int energy_conclude(const kpj_energy_config& config, const EnergyWindow& w);
   // The energy window's stir before a call on set k: for each input, a random run of its 16-byte
   // blocks swapped with one of the next set's same input (with another run of its own when there
   // is one set). A cache keyed on the inputs' identity, pointers or a sample then serves a stale
