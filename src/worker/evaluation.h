@@ -359,6 +359,14 @@ struct NativeEvaluator::Impl {
   // replays one more is checked. Then a few replays that find their outputs already right are
   // timed: a candidate much faster on those reads its output to skip work
   // (worker_plan.h, faster_on_right_outputs).
+  // time_with_graph's steps: the calls captured into one graph and instantiated (a Stop with
+  // outcome ok: the calls cannot be graphed, events then); every call of a replay checked against
+  // the reference on its own inputs; replays on outputs already right must not be faster.
+  MaybeStop capture_graph(const CandidateLibrary& lib, std::vector<kp_args>& args, const char* who, cudaGraph_t* graph,
+                          cudaGraphExec_t* exec);
+  MaybeStop check_graph_replay(const std::string& when, int calls, const std::vector<std::vector<uint64_t>>& given,
+                               eval::WorkerReport* report);
+  MaybeStop probe_right_outputs(cudaGraphExec_t exec, int calls, const char* who, const eval::TimingReport& timing);
   MaybeStop time_with_graph(const CandidateLibrary& lib, DeviceBuffer& workspace, Role role, eval::TimingReport* timing,
                             eval::WorkerReport* report);
 

@@ -133,6 +133,89 @@ MaybeStop NativeEvaluator::Impl::refresh_graph_inputs(bool sync) {
   return sync ? harness(cudaStreamSynchronize(stream), "generating inputs") : std::nullopt;
 }
 
+MaybeStop NativeEvaluator::Impl::capture_graph(const CandidateLibrary& lib, std::vector<kp_args>& args, const char* who,
+                                               cudaGraph_t* graph, cudaGraphExec_t* exec) {
+  if (cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal); e != cudaSuccess) {
+    cudaGetLastError();
+    return Stop{Outcome::kOk, fmt::format("capture did not start: {}", cudaGetErrorName(e))};
+  }
+  MaybeStop failed;
+  for (size_t i = 0; i < args.size() && !failed; ++i) failed = call(lib, args[i], who);
+  cudaError_t end = cudaStreamEndCapture(stream, graph);
+  if (failed || end != cudaSuccess || !*graph) {
+    if (*graph) cudaGraphDestroy(*graph);
+    cudaGetLastError();
+    KP_STOP_IF(cuda_failure(cudaDeviceSynchronize(), fmt::format("{} execution", who)));
+    return Stop{Outcome::kOk, failed ? failed->reason : std::string(cudaGetErrorName(end))};
+  }
+  if (cudaError_t e = cudaGraphInstantiate(exec, *graph, 0); e != cudaSuccess) {
+    cudaGraphDestroy(*graph);
+    cudaGetLastError();
+    return Stop{Outcome::kOk, fmt::format("graph not instantiable: {}", cudaGetErrorName(e))};
+  }
+  return std::nullopt;
+}
+
+MaybeStop NativeEvaluator::Impl::check_graph_replay(const std::string& when, int calls,
+                                                    const std::vector<std::vector<uint64_t>>& given,
+                                                    eval::WorkerReport* report) {
+  // Every call's outputs against the reference run now on that call's own inputs (set k's when
+  // the calls share sets); an incorrect one is a rejection that says which call and when.
+  for (size_t i = 0; i < graph_views.size(); ++i) {
+    std::vector<uint64_t> now;
+    KP_STOP_IF(input_checksums(graph_views[i], &now));
+    if (now != given[i])
+      return Stop{Outcome::kIncorrect,
+                  fmt::format("{}: call {} of the replayed graph wrote to its inputs; inputs are read-only", when, i + 1),
+                  "input_mutation"};
+    TensorSet view;
+    view.in_desc = graph_views[i].in_desc;
+    for (size_t j = 0; j < task->outputs.size(); ++j)
+      view.out_desc.push_back(describe(task->outputs[j], graph_refs[i][j].get()));
+    kp_args ra = make_args(view, ref_workspace);
+    if (MaybeStop s = call_and_sync(*ref_lib, ra, "the reference")) {
+      s->reason = "the task's reference failed: " + s->reason;
+      report->reference_failed = true;
+      return s;
+    }
+    MaybeStop s = compare_against(graph_views[i], graph_refs[i], report, fmt::format("of call {}", i + 1));
+    if (s && s->outcome == Outcome::kIncorrect)
+      return Stop{Outcome::kRejected,
+                  fmt::format("{}: the output of call {} of {} in the replayed graph (its own inputs, drawn fresh "
+                              "for this replay) was not computed by that call ({}): work deferred to, batched with "
+                              "or copied from other calls",
+                              when, i + 1, calls, s->reason),
+                  "batched_calls"};
+    KP_STOP_IF(std::move(s));
+  }
+  return std::nullopt;
+}
+
+MaybeStop NativeEvaluator::Impl::probe_right_outputs(cudaGraphExec_t exec, int calls, const char* who,
+                                                     const eval::TimingReport& timing) {
+  // The outputs now hold the right values: replays that find them so must not be faster.
+  std::vector<double> on_right;
+  for (int i = 0; i < kRightOutputReplays; ++i) {
+    KP_STOP_IF(harness(cudaEventRecord(start, stream), "recording an event"));
+    KP_STOP_IF(cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who)));
+    KP_STOP_IF(harness(cudaEventRecord(stop, stream), "recording an event"));
+    KP_STOP_IF(cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who)));
+    float ms = 0;
+    KP_STOP_IF(harness(cudaEventElapsedTime(&ms, start, stop), "reading events"));
+    on_right.push_back(ms * 1e-3 / calls);
+  }
+  if (on_right.empty()) return std::nullopt;
+  const double right = eval::summarize(on_right).median, timed = eval::summarize(timing.samples_s).median;
+  if (eval::faster_on_right_outputs(right, timed))
+    return Stop{Outcome::kRejected,
+                fmt::format("the calls ran {:.1f} us each when their outputs already held the right values and "
+                            "{:.1f} us from poisoned outputs: the candidate reads its output to skip work "
+                            "(an output probe), which every timed call, started from poisoned outputs, defeats",
+                            right * 1e6, timed * 1e6),
+                "result_cache"};
+  return std::nullopt;
+}
+
 MaybeStop NativeEvaluator::Impl::time_with_graph(const CandidateLibrary& lib, DeviceBuffer& workspace, Role role,
                                                  eval::TimingReport* timing, eval::WorkerReport* report) {
   const bool candidate = role == Role::kCandidate;
@@ -150,24 +233,7 @@ MaybeStop NativeEvaluator::Impl::time_with_graph(const CandidateLibrary& lib, De
   KP_STOP_IF(refresh_graph_inputs(true));
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
-  if (cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal); e != cudaSuccess) {
-    cudaGetLastError();
-    return Stop{Outcome::kOk, fmt::format("capture did not start: {}", cudaGetErrorName(e))};
-  }
-  MaybeStop failed;
-  for (int i = 0; i < calls && !failed; ++i) failed = call(lib, args[static_cast<size_t>(i)], who);
-  cudaError_t end = cudaStreamEndCapture(stream, &graph);
-  if (failed || end != cudaSuccess || !graph) {
-    if (graph) cudaGraphDestroy(graph);
-    cudaGetLastError();
-    KP_STOP_IF(cuda_failure(cudaDeviceSynchronize(), fmt::format("{} execution", who)));
-    return Stop{Outcome::kOk, failed ? failed->reason : std::string(cudaGetErrorName(end))};
-  }
-  if (cudaError_t e = cudaGraphInstantiate(&exec, graph, 0); e != cudaSuccess) {
-    cudaGraphDestroy(graph);
-    cudaGetLastError();
-    return Stop{Outcome::kOk, fmt::format("graph not instantiable: {}", cudaGetErrorName(e))};
-  }
+  KP_STOP_IF(capture_graph(lib, args, who, &graph, &exec));
   timing->method = "graph";
   MaybeStop result;
   if (candidate) result = check_persisting_l2();
@@ -185,38 +251,6 @@ MaybeStop NativeEvaluator::Impl::time_with_graph(const CandidateLibrary& lib, De
     for (auto& v : graph_views) KP_STOP_IF(poison_outputs(v, false));
     return std::nullopt;
   };
-  // Every call's outputs against the reference run now on that call's own inputs (set k's when
-  // the calls share sets); an incorrect one is a rejection that says which call and when.
-  auto check_replay = [&](const std::string& when) -> MaybeStop {
-    for (size_t i = 0; i < graph_views.size(); ++i) {
-      std::vector<uint64_t> now;
-      KP_STOP_IF(input_checksums(graph_views[i], &now));
-      if (now != given[i])
-        return Stop{Outcome::kIncorrect,
-                    fmt::format("{}: call {} of the replayed graph wrote to its inputs; inputs are read-only", when, i + 1),
-                    "input_mutation"};
-      TensorSet view;
-      view.in_desc = graph_views[i].in_desc;
-      for (size_t j = 0; j < task->outputs.size(); ++j)
-        view.out_desc.push_back(describe(task->outputs[j], graph_refs[i][j].get()));
-      kp_args ra = make_args(view, ref_workspace);
-      if (MaybeStop s = call_and_sync(*ref_lib, ra, "the reference")) {
-        s->reason = "the task's reference failed: " + s->reason;
-        report->reference_failed = true;
-        return s;
-      }
-      MaybeStop s = compare_against(graph_views[i], graph_refs[i], report, fmt::format("of call {}", i + 1));
-      if (s && s->outcome == Outcome::kIncorrect)
-        return Stop{Outcome::kRejected,
-                    fmt::format("{}: the output of call {} of {} in the replayed graph (its own inputs, drawn fresh "
-                                "for this replay) was not computed by that call ({}): work deferred to, batched with "
-                                "or copied from other calls",
-                                when, i + 1, calls, s->reason),
-                    "batched_calls"};
-      KP_STOP_IF(std::move(s));
-    }
-    return std::nullopt;
-  };
   std::bernoulli_distribution checked(eval::kTimedCheckShare);
   // One sample per replay, until the sampling rule stops (verdict/timing_rule.h).
   const auto loop_start = Clock::now();
@@ -232,7 +266,9 @@ MaybeStop NativeEvaluator::Impl::time_with_graph(const CandidateLibrary& lib, De
     if (!result) result = harness(cudaEventElapsedTime(&ms, start, stop), "reading events");
     if (!result) timing->samples_s.push_back(ms * 1e-3 / calls);
     if (!result && check_this)
-      result = check_replay(fmt::format("timed replay {}, one of the replays checked at random", timing->samples_s.size()));
+      result = check_graph_replay(
+          fmt::format("timed replay {}, one of the replays checked at random", timing->samples_s.size()), calls, given,
+          report);
     decision = eval::sampling_decision(timing->samples_s, seconds_since(loop_start), *options);
   }
   timing->stop = eval::to_string(decision);
@@ -242,29 +278,9 @@ MaybeStop NativeEvaluator::Impl::time_with_graph(const CandidateLibrary& lib, De
   if (candidate && !result) {
     result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
     if (!result) result = cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who));
-    if (!result) result = check_replay("after the timed replays");
+    if (!result) result = check_graph_replay("after the timed replays", calls, given, report);
   }
-  // The outputs now hold the right values: replays that find them so must not be faster.
-  std::vector<double> on_right;
-  for (int i = 0; candidate && !result && i < kRightOutputReplays; ++i) {
-    result = harness(cudaEventRecord(start, stream), "recording an event");
-    if (!result) result = cuda_failure(cudaGraphLaunch(exec, stream), fmt::format("{} graph replay", who));
-    if (!result) result = harness(cudaEventRecord(stop, stream), "recording an event");
-    if (!result) result = cuda_failure(cudaDeviceSynchronize(), fmt::format("{} graph replay", who));
-    float ms = 0;
-    if (!result) result = harness(cudaEventElapsedTime(&ms, start, stop), "reading events");
-    if (!result) on_right.push_back(ms * 1e-3 / calls);
-  }
-  if (candidate && !result && !on_right.empty()) {
-    const double right = eval::summarize(on_right).median, timed = eval::summarize(timing->samples_s).median;
-    if (eval::faster_on_right_outputs(right, timed))
-      result = Stop{Outcome::kRejected,
-                    fmt::format("the calls ran {:.1f} us each when their outputs already held the right values and "
-                                "{:.1f} us from poisoned outputs: the candidate reads its output to skip work "
-                                "(an output probe), which every timed call, started from poisoned outputs, defeats",
-                                right * 1e6, timed * 1e6),
-                    "result_cache"};
-  }
+  if (candidate && !result) result = probe_right_outputs(exec, calls, who, *timing);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   return result;
