@@ -14,6 +14,7 @@
 #include <string>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -44,29 +45,92 @@ void stop_with_campaign() {
   }).detach();
 }
 
-}  // namespace
+// The command line: every subcommand's flags, which CLI11 binds to its options (so a Commands
+// stays where it is while `app` lives), and the subcommands, so that run() can tell which one
+// was named. The add_ functions register the subcommands in the order the help lists them.
+struct Commands {
+  void add_to(CLI::App& app);
+  void add_common(CLI::App* sub);
+  void add_eval(CLI::App& app);
+  void add_profile(CLI::App& app);
+  void add_analyze(CLI::App& app);
+  void add_optimize(CLI::App& app);
+  void add_generate(CLI::App& app);
+  void add_classify(CLI::App& app);
+  void add_build(CLI::App& app);
+  void add_baseline(CLI::App& app);
+  void add_calibrate(CLI::App& app);
+  void add_cutlass(CLI::App& app);
+  void add_bench(CLI::App& app);
+  void add_report(CLI::App& app);
+  void add_mcp(CLI::App& app);
+  void add_doctor(CLI::App& app);
+  // The exit code of the named subcommand (2: none was, or its arguments do not go together).
+  int run();
 
-int main(int argc, char** argv) {
-  stop_with_campaign();
-  // Every worker this process starts, directly or under ncu, exits when this process does
-  // (worker/orphan_watch.h).
-  setenv(kp::eval::kOrchestratorPidEnv, std::to_string(getpid()).c_str(), 1);
-  CLI::App app{"kernelpro: build, verify, time and measure GPU kernels"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("kernelpro ") + KP_VERSION);
   kp::cli::CommonFlags common;
-  auto add_common = [&](CLI::App* sub) {
-    sub->add_option("--arch", common.arch, "target architecture, e.g. sm_90a (default: the GPU's)");
-    sub->add_option("--nvcc", common.nvcc, "nvcc to use")->default_val("nvcc");
-    sub->add_option("--cache-dir", common.cache_dir, "build cache (default ~/.cache/kernelpro/build)");
-    sub->add_option("--worker", common.worker, "kp-worker binary (default: beside kernelpro)");
-    sub->add_flag("--json", common.json, "print JSON instead of a table");
-    sub->add_flag("--keep-scratch", common.keep_scratch, "keep the worker's scratch directory (logs)");
-    sub->add_option("--cutlass", common.cutlass, "CUTLASS checkout for CuTe candidates (default: $CUTLASS_PATH, else the nvidia-cutlass package)");
-  };
-
   kp::cli::EvalFlags eval_flags;
-  CLI::App* eval = app.add_subcommand("eval", "evaluate a candidate: build, verify, time, energy");
+  kp::cli::ProfileFlags profile_flags;
+  kp::cli::AnalyzeFlags analyze_flags;
+  kp::cli::OptimizeFlags optimize_flags;
+  kp::cli::GenerateFlags generate_flags;
+  kp::cli::ClassifyFlags classify_flags;
+  kp::cli::BuildFlags build_flags;
+  kp::cli::BaselineFlags baseline_flags;
+  kp::cli::CalibrateFlags calibrate_flags;
+  kp::cli::CutlassFlags cutlass_flags;
+  kp::cli::BenchFlags bench_flags;
+  std::string report_dir, report_html;
+  std::string mcp_workspace;
+  std::vector<std::string> mcp_allow;
+
+  CLI::App* eval = nullptr;
+  CLI::App* profile = nullptr;
+  CLI::App* analyze = nullptr;
+  CLI::App* optimize = nullptr;
+  CLI::App* generate = nullptr;
+  CLI::App* classify = nullptr;
+  CLI::App* build = nullptr;
+  CLI::App* baseline = nullptr;
+  CLI::App* calibrate = nullptr;
+  CLI::App* cutlass = nullptr;
+  CLI::App* bench_run = nullptr;
+  CLI::App* bench_status = nullptr;
+  CLI::App* bench_report = nullptr;
+  CLI::App* report = nullptr;
+  CLI::App* mcp = nullptr;
+  CLI::App* doctor = nullptr;
+};
+
+void Commands::add_to(CLI::App& app) {
+  add_eval(app);
+  add_profile(app);
+  add_analyze(app);
+  add_optimize(app);
+  add_generate(app);
+  add_classify(app);
+  add_build(app);
+  add_baseline(app);
+  add_calibrate(app);
+  add_cutlass(app);
+  add_bench(app);
+  add_report(app);
+  add_mcp(app);
+  add_doctor(app);
+}
+
+void Commands::add_common(CLI::App* sub) {
+  sub->add_option("--arch", common.arch, "target architecture, e.g. sm_90a (default: the GPU's)");
+  sub->add_option("--nvcc", common.nvcc, "nvcc to use")->default_val("nvcc");
+  sub->add_option("--cache-dir", common.cache_dir, "build cache (default ~/.cache/kernelpro/build)");
+  sub->add_option("--worker", common.worker, "kp-worker binary (default: beside kernelpro)");
+  sub->add_flag("--json", common.json, "print JSON instead of a table");
+  sub->add_flag("--keep-scratch", common.keep_scratch, "keep the worker's scratch directory (logs)");
+  sub->add_option("--cutlass", common.cutlass, "CUTLASS checkout for CuTe candidates (default: $CUTLASS_PATH, else the nvidia-cutlass package)");
+}
+
+void Commands::add_eval(CLI::App& app) {
+  eval = app.add_subcommand("eval", "evaluate a candidate: build, verify, time, energy");
   eval->add_option("task", eval_flags.task, "task folder (task.toml, reference.cu), or a KernelBench problem .py")->required();
   eval->add_option("candidate", eval_flags.candidate,
                    "candidate .cu (default: the task's seed.cu); for a KernelBench problem, a .py defining ModelNew");
@@ -95,9 +159,10 @@ int main(int argc, char** argv) {
   eval->add_option("--timeout", eval_flags.timeout_s, "seconds before a hanging evaluation is killed (default: 120; 600 for KernelBench problems)")
       ->check(CLI::PositiveNumber);
   add_common(eval);
+}
 
-  kp::cli::ProfileFlags profile_flags;
-  CLI::App* profile = app.add_subcommand("profile", "the evidence at three levels (counters, SASS, trace) and the roofline class of a candidate");
+void Commands::add_profile(CLI::App& app) {
+  profile = app.add_subcommand("profile", "the evidence at three levels (counters, SASS, trace) and the roofline class of a candidate");
   profile->add_option("task", profile_flags.eval.task, "task folder, or a KernelBench problem .py")->required();
   profile->add_option("candidate", profile_flags.eval.candidate, "candidate .cu (default: the task's seed.cu); for a KernelBench problem, a .py defining ModelNew");
   profile->add_option("--cu", profile_flags.eval.cu, "KernelBench: the .cu the candidate .py loads (default: <candidate stem>.cu when it exists)");
@@ -129,9 +194,10 @@ int main(int argc, char** argv) {
   profile->add_option("--timeout", profile_flags.eval.timeout_s, "seconds before a hanging run is killed (default: 120; 600 for KernelBench problems)")
       ->check(CLI::PositiveNumber);
   add_common(profile);
+}
 
-  kp::cli::AnalyzeFlags analyze_flags;
-  CLI::App* analyze = app.add_subcommand("analyze", "the diagnosis of a candidate: its main bottleneck and what to change, with the numbers");
+void Commands::add_analyze(CLI::App& app) {
+  analyze = app.add_subcommand("analyze", "the diagnosis of a candidate: its main bottleneck and what to change, with the numbers");
   {
     kp::cli::ProfileFlags& pf = analyze_flags.profile;
     analyze->add_option("task", pf.eval.task, "task folder, or a KernelBench problem .py");
@@ -164,9 +230,10 @@ int main(int argc, char** argv) {
     analyze->add_option("--timeout", pf.eval.timeout_s, "seconds before a hanging run is killed")->check(CLI::PositiveNumber);
   }
   add_common(analyze);
+}
 
-  kp::cli::OptimizeFlags optimize_flags;
-  CLI::App* optimize = app.add_subcommand("optimize", "search for a faster kernel: the model writes candidates (--provider), or without one the seed's KP_TUNE parameters are tuned");
+void Commands::add_optimize(CLI::App& app) {
+  optimize = app.add_subcommand("optimize", "search for a faster kernel: the model writes candidates (--provider), or without one the seed's KP_TUNE parameters are tuned");
   {
     optimize->add_option("task", optimize_flags.task, "task folder with a seed.cu, or (with a model) a KernelBench problem .py")->required();
     optimize->add_option("--run-dir", optimize_flags.run_dir, "where the run store, candidates and best.cu go (default runs/<task>-optimize)");
@@ -194,9 +261,10 @@ int main(int argc, char** argv) {
     optimize->add_option("--python", optimize_flags.eval.python, "KernelBench: the Python that runs the worker");
   }
   add_common(optimize);
+}
 
-  kp::cli::GenerateFlags generate_flags;
-  CLI::App* generate = app.add_subcommand("generate", "the model writes a candidate; kernelpro builds, checks, times, debugs and analyzes it");
+void Commands::add_generate(CLI::App& app) {
+  generate = app.add_subcommand("generate", "the model writes a candidate; kernelpro builds, checks, times, debugs and analyzes it");
   {
     generate->add_option("task", generate_flags.task, "task folder, or a KernelBench problem .py")->required();
     generate->add_option("--config", generate_flags.config, "TOML file with an [llm] table (provider, model, base_url, api_key_env, retry, budget, prices)");
@@ -214,22 +282,25 @@ int main(int argc, char** argv) {
     generate->add_option("--timeout", generate_flags.eval.timeout_s, "seconds before a hanging run is killed")->check(CLI::PositiveNumber);
   }
   add_common(generate);
+}
 
-  kp::cli::ClassifyFlags classify_flags;
-  CLI::App* classify = app.add_subcommand("classify", "the roofline class of every kernel in an ncu table you already have (no GPU needed)");
+void Commands::add_classify(CLI::App& app) {
+  classify = app.add_subcommand("classify", "the roofline class of every kernel in an ncu table you already have (no GPU needed)");
   classify->add_option("csv", classify_flags.csv, "ncu output: --csv --page raw --print-units base (--set full, or kernelpro's stage-1 list)")->required();
   classify->add_option("--gpu", classify_flags.gpu, "the GPU's name, when the table does not say (e.g. \"NVIDIA H200\")");
   classify->add_option("--calibration", classify_flags.calibration_dir, "where `kernelpro calibrate` stored the ceilings (default ~/.local/share/kernelpro/calibration)");
   classify->add_flag("--json", common.json, "print JSON instead of a table");
+}
 
-  kp::cli::BuildFlags build_flags;
-  CLI::App* build = app.add_subcommand("build", "build a candidate and show its resource report (no GPU needed)");
+void Commands::add_build(CLI::App& app) {
+  build = app.add_subcommand("build", "build a candidate and show its resource report (no GPU needed)");
   build->add_option("task", build_flags.task, "task folder")->required();
   build->add_option("candidate", build_flags.candidate, "candidate .cu (default: the task's seed.cu)");
   add_common(build);
+}
 
-  kp::cli::BaselineFlags baseline_flags;
-  CLI::App* baseline = app.add_subcommand("baseline", "time PyTorch eager and torch.compile on a KernelBench suite (resumable)");
+void Commands::add_baseline(CLI::App& app) {
+  baseline = app.add_subcommand("baseline", "time PyTorch eager and torch.compile on a KernelBench suite (resumable)");
   baseline->add_option("--suite", baseline_flags.suite, "KernelBench folder holding level1/, level2/, level3/")->required();
   baseline->add_option("--out", baseline_flags.out, "output folder (default: bench/baselines/<gpu> in the source tree)");
   baseline->add_option("--levels", baseline_flags.levels, "levels to measure, e.g. 1,2")->delimiter(',')->check(CLI::Range(1, 9))->default_str("1,2,3");
@@ -243,18 +314,20 @@ int main(int argc, char** argv) {
   baseline->add_flag("--retry-failed", baseline_flags.retry_failed, "measure again the problems whose measurement failed");
   baseline->add_option("--python", baseline_flags.python, "Python with PyTorch for the worker (default: $KERNELPRO_PYTHON, else python3)");
   baseline->add_flag("--keep-scratch", baseline_flags.keep_scratch, "keep the worker's scratch directory (logs)");
+}
 
-  kp::cli::CalibrateFlags calibrate_flags;
-  CLI::App* calibrate = app.add_subcommand("calibrate", "measure this GPU's ceilings (bandwidths, FLOP/s per precision) for profile's roofline");
+void Commands::add_calibrate(CLI::App& app) {
+  calibrate = app.add_subcommand("calibrate", "measure this GPU's ceilings (bandwidths, FLOP/s per precision) for profile's roofline");
   calibrate->add_option("--store", calibrate_flags.store, "calibration folder (default ~/.local/share/kernelpro/calibration)");
   calibrate->add_option("--timeout", calibrate_flags.timeout_s, "seconds before the worker is killed")->default_val(120)->check(CLI::PositiveNumber);
   calibrate->add_flag("--quick", calibrate_flags.quick, "fewer repetitions per figure");
   calibrate->add_option("--worker", common.worker, "kp-worker binary (default: beside kernelpro)");
   calibrate->add_flag("--json", common.json, "print JSON instead of a table");
   calibrate->add_flag("--keep-scratch", common.keep_scratch, "keep the worker's scratch directory (logs)");
+}
 
-  kp::cli::CutlassFlags cutlass_flags;
-  CLI::App* cutlass = app.add_subcommand("cutlass", "search the CUTLASS/CuTe code: index, search QUERY, show PATH:START-END, ls DIR");
+void Commands::add_cutlass(CLI::App& app) {
+  cutlass = app.add_subcommand("cutlass", "search the CUTLASS/CuTe code: index, search QUERY, show PATH:START-END, ls DIR");
   cutlass->add_option("action", cutlass_flags.action, "index, search, show or ls")->required()->check(CLI::IsMember({"index", "search", "show", "ls"}));
   cutlass->add_option("words", cutlass_flags.words, "search: the query; show: PATH:START-END; ls: a directory under the CUTLASS root");
   cutlass->add_option("--db", cutlass_flags.db, "the index file (default: ~/.cache/kernelpro/cutlass/index-<version>-<root>.db)");
@@ -262,11 +335,12 @@ int main(int argc, char** argv) {
   cutlass->add_option("--per-file", cutlass_flags.per_file, "hits of one file at most (default 1)")->check(CLI::PositiveNumber);
   cutlass->add_option("--cutlass", common.cutlass, "CUTLASS checkout (default: $CUTLASS_PATH, else the nvidia-cutlass package)");
   cutlass->add_flag("--json", common.json, "print JSON");
+}
 
-  kp::cli::BenchFlags bench_flags;
+void Commands::add_bench(CLI::App& app) {
   CLI::App* bench = app.add_subcommand("bench", "campaigns over a suite: run (resumable; every GPU, or Slurm), status, report");
   bench->require_subcommand(1);
-  CLI::App* bench_run = bench->add_subcommand("run", "optimize every problem of a suite, one lane per GPU; the same command resumes");
+  bench_run = bench->add_subcommand("run", "optimize every problem of a suite, one lane per GPU; the same command resumes");
   {
     auto& b = bench_flags;
     bench_run->add_option("campaign", b.campaign, "the campaign folder (created by the first run)")->required();
@@ -299,32 +373,91 @@ int main(int argc, char** argv) {
     bench_run->add_option("--cutlass", common.cutlass, "CUTLASS checkout for CuTe candidates");
     bench_run->add_flag("--json", common.json, "print the summary as JSON");
   }
-  CLI::App* bench_status = bench->add_subcommand("status", "the campaign's ledger: done, running, pending, failed; its Slurm jobs");
+  bench_status = bench->add_subcommand("status", "the campaign's ledger: done, running, pending, failed; its Slurm jobs");
   bench_status->add_option("campaign", bench_flags.campaign, "the campaign folder")->required();
   bench_status->add_option("--squeue", bench_flags.squeue, "the squeue binary")->default_val("squeue");
   bench_status->add_option("--sacct", bench_flags.sacct, "the sacct binary")->default_val("sacct");
   bench_status->add_flag("--json", common.json, "print JSON");
-  CLI::App* bench_report = bench->add_subcommand("report", "the campaign's numbers: fast_p, geomean speedups, per problem; JSON, CSV, HTML");
+  bench_report = bench->add_subcommand("report", "the campaign's numbers: fast_p, geomean speedups, per problem; JSON, CSV, HTML");
   bench_report->add_option("campaign", bench_flags.campaign, "the campaign folder")->required();
   bench_report->add_option("--html", bench_flags.html, "write the page here (one self-contained file)");
   bench_report->add_option("--csv", bench_flags.csv, "write one line per problem here");
   bench_report->add_option("--baselines", bench_flags.baselines, "more folders with a kernelpro_baseline.json (e.g. bench/baselines/h200)")->delimiter(',');
   bench_report->add_flag("--json", common.json, "print JSON instead of the tables");
+}
 
-  std::string report_dir, report_html;
-  CLI::App* report = app.add_subcommand("report", "one run's page: its best candidate, search tree and diagnosis");
+void Commands::add_report(CLI::App& app) {
+  report = app.add_subcommand("report", "one run's page: its best candidate, search tree and diagnosis");
   report->add_option("run_dir", report_dir, "an optimize run folder (with store.db)")->required();
   report->add_option("--html", report_html, "write the page here");
   report->add_flag("--json", common.json, "print JSON");
+}
 
-  std::string mcp_workspace;
-  std::vector<std::string> mcp_allow;
-  CLI::App* mcp = app.add_subcommand("mcp", "serve kernelpro's tools to coding agents: an MCP server on stdin/stdout");
+void Commands::add_mcp(CLI::App& app) {
+  mcp = app.add_subcommand("mcp", "serve kernelpro's tools to coding agents: an MCP server on stdin/stdout");
   mcp->add_option("--workspace", mcp_workspace, "where candidates given as text and optimize runs go (default: ./kernelpro-mcp)");
   mcp->add_option("--allow", mcp_allow, "more folders whose tasks and candidates the agent may name (besides the workspace and kernelpro's examples/)")->delimiter(',');
+}
 
-  CLI::App* doctor = app.add_subcommand("doctor", "is this machine ready? GPU, driver, nvcc, ncu, NVML, counters, CUTLASS");
+void Commands::add_doctor(CLI::App& app) {
+  doctor = app.add_subcommand("doctor", "is this machine ready? GPU, driver, nvcc, ncu, NVML, counters, CUTLASS");
   add_common(doctor);
+}
+
+int Commands::run() {
+  if (*eval) return kp::cli::run_eval(eval_flags, common);
+  if (*profile) {
+    if (!profile_flags.families.empty()) profile_flags.stage = 2;
+    return kp::cli::run_profile(profile_flags, common);
+  }
+  if (*analyze) {
+    if (analyze_flags.profile.eval.task.empty() && !analyze_flags.list_tools && analyze_flags.evidence.empty()) {
+      std::fprintf(stderr,
+                   "kernelpro analyze: name a task (a folder, or a KernelBench problem .py), or --evidence FILE, or "
+                   "--list-tools\n");
+      return 2;
+    }
+    return kp::cli::run_analyze(analyze_flags, common);
+  }
+  if (*classify) return kp::cli::run_classify(classify_flags, common);
+  if (*generate) return kp::cli::run_generate(generate_flags, common);
+  if (*optimize) return kp::cli::run_optimize(optimize_flags, common);
+  if (*build) return kp::cli::run_build(build_flags, common);
+  if (*doctor) return kp::cli::run_doctor(common);
+  if (*cutlass) {
+    if (cutlass_flags.action != "index" && cutlass_flags.action != "ls" && cutlass_flags.words.empty()) {
+      std::fprintf(stderr, "kernelpro cutlass %s: %s\n", cutlass_flags.action.c_str(),
+                   cutlass_flags.action == "search" ? "give a query, e.g. kernelpro cutlass search TMA load"
+                                                    : "give PATH:START-END, e.g. include/cute/tensor.hpp:1-40");
+      return 2;
+    }
+    return kp::cli::run_cutlass(cutlass_flags, common);
+  }
+  if (*calibrate) return kp::cli::run_calibrate(calibrate_flags, common);
+  if (*baseline) return kp::cli::run_baseline(baseline_flags);
+  if (*bench_run) {
+    bench_flags.slurm_flag = bench_run->count("--slurm") > 0;
+    return kp::cli::run_bench_run(bench_flags, common);
+  }
+  if (*bench_status) return kp::cli::run_bench_status(bench_flags, common);
+  if (*bench_report) return kp::cli::run_bench_report(bench_flags, common);
+  if (*report) return kp::cli::run_run_report(report_dir, report_html, common);
+  if (*mcp) return kp::cli::run_mcp(mcp_workspace, mcp_allow);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  stop_with_campaign();
+  // Every worker this process starts, directly or under ncu, exits when this process does
+  // (worker/orphan_watch.h).
+  setenv(kp::eval::kOrchestratorPidEnv, std::to_string(getpid()).c_str(), 1);
+  CLI::App app{"kernelpro: build, verify, time and measure GPU kernels"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("kernelpro ") + KP_VERSION);
+  Commands commands;
+  commands.add_to(app);
 
   try {
     app.parse(argc, argv);
@@ -332,49 +465,11 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
-    if (*eval) return kp::cli::run_eval(eval_flags, common);
-    if (*profile) {
-      if (!profile_flags.families.empty()) profile_flags.stage = 2;
-      return kp::cli::run_profile(profile_flags, common);
-    }
-    if (*analyze) {
-      if (analyze_flags.profile.eval.task.empty() && !analyze_flags.list_tools && analyze_flags.evidence.empty()) {
-        std::fprintf(stderr,
-                     "kernelpro analyze: name a task (a folder, or a KernelBench problem .py), or --evidence FILE, or "
-                     "--list-tools\n");
-        return 2;
-      }
-      return kp::cli::run_analyze(analyze_flags, common);
-    }
-    if (*classify) return kp::cli::run_classify(classify_flags, common);
-    if (*generate) return kp::cli::run_generate(generate_flags, common);
-    if (*optimize) return kp::cli::run_optimize(optimize_flags, common);
-    if (*build) return kp::cli::run_build(build_flags, common);
-    if (*doctor) return kp::cli::run_doctor(common);
-    if (*cutlass) {
-      if (cutlass_flags.action != "index" && cutlass_flags.action != "ls" && cutlass_flags.words.empty()) {
-        std::fprintf(stderr, "kernelpro cutlass %s: %s\n", cutlass_flags.action.c_str(),
-                     cutlass_flags.action == "search" ? "give a query, e.g. kernelpro cutlass search TMA load"
-                                                      : "give PATH:START-END, e.g. include/cute/tensor.hpp:1-40");
-        return 2;
-      }
-      return kp::cli::run_cutlass(cutlass_flags, common);
-    }
-    if (*calibrate) return kp::cli::run_calibrate(calibrate_flags, common);
-    if (*baseline) return kp::cli::run_baseline(baseline_flags);
-    if (*bench_run) {
-      bench_flags.slurm_flag = bench_run->count("--slurm") > 0;
-      return kp::cli::run_bench_run(bench_flags, common);
-    }
-    if (*bench_status) return kp::cli::run_bench_status(bench_flags, common);
-    if (*bench_report) return kp::cli::run_bench_report(bench_flags, common);
-    if (*report) return kp::cli::run_run_report(report_dir, report_html, common);
-    if (*mcp) return kp::cli::run_mcp(mcp_workspace, mcp_allow);
+    return commands.run();
   } catch (const std::exception& e) {
     // Operational errors are Results; what arrives here is unexpected (a std::filesystem
     // error, bad_alloc): say what it was rather than abort.
     std::fprintf(stderr, "kernelpro: internal error: %s\n", e.what());
     return 4;
   }
-  return 2;
 }

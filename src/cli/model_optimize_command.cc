@@ -30,6 +30,56 @@ std::atomic<bool> g_model_interrupted{false};
 
 extern "C" void on_model_sigint(int) { g_model_interrupted.store(true); }
 
+// Prints the search's report (JSON, or what it found and what it cost) and how to go on from
+// where it stopped; returns the exit code.
+int print_model_report(const driver::OptimizeReport& r, const std::string& task_name,
+                       const driver::OptimizeOptions& o, const llm::LlmClient& client, const std::string& hint,
+                       const CommonFlags& common) {
+  if (common.json) {
+    auto j = r.to_json();
+    j["run_dir"] = o.run_dir.string();
+    j["llm"] = {{"calls", client.spent().calls}, {"tokens", client.spent().tokens}, {"cost_usd", client.spent().cost_usd}};
+    std::cout << j.dump(2) << "\n";
+  } else if (r.nodes == 0) {
+    std::cout << "No GPU here: the seed built; the search needs its timing. Run the same command on a GPU machine.\n";
+  } else {
+    std::cout << fmt::format("{}: best {:.4g} ms: {:.2f}x the seed ({:.4g} ms), {:.2f}x the reference ({:.4g} ms)\n",
+                             task_name, r.best_seconds * 1e3, r.seed_seconds / r.best_seconds, r.seed_seconds * 1e3,
+                             r.reference_seconds / r.best_seconds, r.reference_seconds * 1e3);
+    std::cout << fmt::format("  by: {}\n", r.best_direction);
+    std::cout << fmt::format("{} candidate(s) evaluated in this run ({} duplicate(s) measured once), {} in the tree; "
+                             "stopped: {}; {}\n",
+                             r.evaluated, r.duplicates, r.nodes, r.stopped, r.best_source.string());
+    // The lanes overlap: their busy time can add up to more than the wall time.
+    const double busy = r.llm_s + r.ahead_s + r.build_s + r.worker_s + r.analyze_s;
+    std::cout << fmt::format("time: {:.1f} s wall; busy {:.1f} s = {:.1f} s LLM + {:.1f} s compiled ahead + {:.1f} s "
+                             "build + {:.1f} s GPU worker + {:.1f} s analysis ({:.2f}x overlap, {} in flight)\n",
+                             r.wall_s, busy, r.llm_s, r.ahead_s, r.build_s, r.worker_s, r.analyze_s,
+                             r.wall_s > 0 ? busy / r.wall_s : 0.0, o.in_flight);
+    std::cout << fmt::format("LLM: {} call(s), {} tokens, ${:.4f}\n", client.spent().calls, client.spent().tokens,
+                             client.spent().cost_usd);
+  }
+  if (r.stopped == "pending") {
+    std::fprintf(stderr, "kernelpro: %s\n", r.pending.c_str());
+    return kExitPending;
+  }
+  if (r.stopped == "gpu_unavailable") {
+    if (!common.json)
+      std::cout << gpu_held_note("the candidate in flight", hint);
+    return kExitNotRun;
+  }
+  if (r.stopped == "no_gpu") {
+    if (!common.json && r.nodes > 0)
+      std::cout << fmt::format("No GPU here: the next candidate is written and built; its evaluation needs a GPU. "
+                               "Continue with: {}\n",
+                               hint);
+    return kExitNotRun;
+  }
+  if ((r.stopped == "interrupted" || r.stopped == "budget") && !common.json)
+    std::cout << fmt::format("Continue it with: {}\n", hint);
+  return kExitOk;
+}
+
 }  // namespace
 
 int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
@@ -109,50 +159,7 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   if (tty) std::fprintf(stderr, "\n");
   write_call_log(client, o.run_dir / "llm_calls.jsonl");
   if (!report.ok()) return exit_for(report.error());
-  const auto& r = *report;
-  if (common.json) {
-    auto j = r.to_json();
-    j["run_dir"] = o.run_dir.string();
-    j["llm"] = {{"calls", client.spent().calls}, {"tokens", client.spent().tokens}, {"cost_usd", client.spent().cost_usd}};
-    std::cout << j.dump(2) << "\n";
-  } else if (r.nodes == 0) {
-    std::cout << "No GPU here: the seed built; the search needs its timing. Run the same command on a GPU machine.\n";
-  } else {
-    std::cout << fmt::format("{}: best {:.4g} ms: {:.2f}x the seed ({:.4g} ms), {:.2f}x the reference ({:.4g} ms)\n",
-                             task->name, r.best_seconds * 1e3, r.seed_seconds / r.best_seconds, r.seed_seconds * 1e3,
-                             r.reference_seconds / r.best_seconds, r.reference_seconds * 1e3);
-    std::cout << fmt::format("  by: {}\n", r.best_direction);
-    std::cout << fmt::format("{} candidate(s) evaluated in this run ({} duplicate(s) measured once), {} in the tree; "
-                             "stopped: {}; {}\n",
-                             r.evaluated, r.duplicates, r.nodes, r.stopped, r.best_source.string());
-    // The lanes overlap: their busy time can add up to more than the wall time.
-    const double busy = r.llm_s + r.ahead_s + r.build_s + r.worker_s + r.analyze_s;
-    std::cout << fmt::format("time: {:.1f} s wall; busy {:.1f} s = {:.1f} s LLM + {:.1f} s compiled ahead + {:.1f} s "
-                             "build + {:.1f} s GPU worker + {:.1f} s analysis ({:.2f}x overlap, {} in flight)\n",
-                             r.wall_s, busy, r.llm_s, r.ahead_s, r.build_s, r.worker_s, r.analyze_s,
-                             r.wall_s > 0 ? busy / r.wall_s : 0.0, o.in_flight);
-    std::cout << fmt::format("LLM: {} call(s), {} tokens, ${:.4f}\n", client.spent().calls, client.spent().tokens,
-                             client.spent().cost_usd);
-  }
-  if (r.stopped == "pending") {
-    std::fprintf(stderr, "kernelpro: %s\n", r.pending.c_str());
-    return kExitPending;
-  }
-  if (r.stopped == "gpu_unavailable") {
-    if (!common.json)
-      std::cout << gpu_held_note("the candidate in flight", hint);
-    return kExitNotRun;
-  }
-  if (r.stopped == "no_gpu") {
-    if (!common.json && r.nodes > 0)
-      std::cout << fmt::format("No GPU here: the next candidate is written and built; its evaluation needs a GPU. "
-                               "Continue with: {}\n",
-                               hint);
-    return kExitNotRun;
-  }
-  if ((r.stopped == "interrupted" || r.stopped == "budget") && !common.json)
-    std::cout << fmt::format("Continue it with: {}\n", hint);
-  return kExitOk;
+  return print_model_report(*report, task->name, o, client, hint, common);
 }
 
 }  // namespace kp::cli
