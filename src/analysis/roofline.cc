@@ -246,42 +246,51 @@ NcuRuleVerdict ncu_sol_bottleneck(const profile::KernelMetrics& m, int sm_count)
   return v;
 }
 
-RooflineResult classify(const RooflineInput& in) {
-  RooflineResult r;
-  const auto& c = in.ceilings;
-  profile::KernelMetrics all = profile::combine_kernels(in.kernels);
-  const profile::TraceCall* trace = in.trace ? &*in.trace : nullptr;
-  std::vector<std::string> missing;
+namespace {
 
-  // Durations: ncu's per kernel, else the trace's.
+// What classify gathers about the call before it decides, and reads again for the evidence.
+struct CallFacts {
+  profile::KernelMetrics all;                 // the kernels' metrics combined
+  const profile::TraceCall* trace = nullptr;  // the traced call, if any
+  std::vector<std::string> missing;           // what was not collected
+  std::vector<std::string> no_ceiling;        // arithmetic roofs with work but no ceiling
+  double total_flop = 0;                      // FLOP and ops of every precision
+  std::optional<double> dram_bytes;
+  double ridge_peak = 0;                      // the ridge precision's peak ...
+  std::string ridge_unit;                     // ... and its unit
+  Launch launch;
+  bool short_kernels = false;                 // the median kernel is shorter than kShortKernelSeconds
+};
+
+// Durations: ncu's per kernel, else the trace's.
+void measure_durations(const RooflineInput& in, CallFacts& f, RooflineResult& r) {
   std::vector<double> ncu_durations;
   for (const auto& k : in.kernels)
     if (auto d = k.get(kDuration)) ncu_durations.push_back(*d * 1e-9);
   std::vector<double> trace_durations;
-  if (trace)
-    for (const auto& k : trace->kernels) trace_durations.push_back(k.duration_s());
+  if (f.trace)
+    for (const auto& k : f.trace->kernels) trace_durations.push_back(k.duration_s());
   for (double d : ncu_durations) r.kernel_seconds += d;
   if (ncu_durations.empty()) {
-    missing.push_back("kernel durations");
+    f.missing.push_back("kernel durations");
     for (double d : trace_durations) r.kernel_seconds += d;
   }
   r.kernel_count = !in.kernels.empty() ? static_cast<int>(in.kernels.size()) : static_cast<int>(trace_durations.size());
   r.median_kernel_seconds = median(!trace_durations.empty() ? trace_durations : ncu_durations);
+}
 
-  // Roofs.
-  double total_flop = 0;
-  std::optional<double> dram_bytes;
-  std::vector<std::string> no_ceiling;
-  for (const auto& spec : roof_specs(all, c)) {
-    if (std::string(spec.name) == "DRAM") dram_bytes = spec.amount;
+// Roofs: every one with work, a ceiling and a duration to divide by, largest fraction first.
+void measure_roofs(const profile::Ceilings& c, CallFacts& f, RooflineResult& r) {
+  for (const auto& spec : roof_specs(f.all, c)) {
+    if (std::string(spec.name) == "DRAM") f.dram_bytes = spec.amount;
     if (!spec.amount) {
-      missing.push_back(spec.what);
+      f.missing.push_back(spec.what);
       continue;
     }
-    if (!spec.memory) total_flop += *spec.amount;
+    if (!spec.memory) f.total_flop += *spec.amount;
     if (!spec.memory && *spec.amount <= 0) continue;
     if (spec.peak <= 0) {
-      if (!spec.memory) no_ceiling.push_back(spec.name);
+      if (!spec.memory) f.no_ceiling.push_back(spec.name);
       continue;
     }
     if (r.kernel_seconds <= 0) continue;
@@ -297,18 +306,23 @@ RooflineResult classify(const RooflineInput& in) {
   }
   std::stable_sort(r.roofs.begin(), r.roofs.end(),
                    [](const Roof& a, const Roof& b) { return a.fraction > b.fraction; });
+}
 
-  // Arithmetic intensity and the ridge of the precision with the most work.
-  r.arithmetic_intensity = ratio(total_flop, dram_bytes.value_or(0));
+// Arithmetic intensity and the ridge of the precision with the most work.
+void measure_intensity(const profile::Ceilings& c, CallFacts& f, RooflineResult& r) {
+  r.arithmetic_intensity = ratio(f.total_flop, f.dram_bytes.value_or(0));
   const Roof* dominant = nullptr;
   for (const auto& roof : r.roofs)
     if (!roof.memory && (!dominant || roof.amount > dominant->amount)) dominant = &roof;
-  double ridge_peak = dominant ? dominant->peak : c.fp32_flops;
-  r.ridge_intensity = ratio(ridge_peak, c.dram_bytes_per_s);
+  f.ridge_peak = dominant ? dominant->peak : c.fp32_flops;
+  f.ridge_unit = dominant ? dominant->unit : "FLOP/s";
+  r.ridge_intensity = ratio(f.ridge_peak, c.dram_bytes_per_s);
   if (r.ridge_intensity > 0) r.ridge_roof = dominant ? dominant->name : "FP32";
+}
 
-  // ncu's rule on the call as a whole: waves as ncu aggregates them (the maximum over launches),
-  // the grid of the largest launch.
+// ncu's rule on the call as a whole: waves as ncu aggregates them (the maximum over launches),
+// the grid of the largest launch.
+NcuRuleVerdict ncu_rule_for_call(const RooflineInput& in, const profile::KernelMetrics& all) {
   profile::KernelMetrics for_ncu = all;
   std::optional<double> max_waves;
   for (const auto& k : in.kernels) {
@@ -317,25 +331,29 @@ RooflineResult classify(const RooflineInput& in) {
     if (blocks(k) > blocks(for_ncu)) for_ncu.grid = k.grid;
   }
   if (max_waves) for_ncu.values[kWaves] = *max_waves;
-  r.ncu_rule = ncu_sol_bottleneck(for_ncu, c.sm_count);
+  return ncu_sol_bottleneck(for_ncu, in.ceilings.sm_count);
+}
 
-  // The system view: how much of the call the device sat idle.
+// The system view: how much of the call the device sat idle.
+Launch measure_launch(const RooflineInput& in, const profile::TraceCall* trace, RooflineResult& r) {
   Launch launch;
   launch.busy = trace && trace->busy_s > 0 ? trace->busy_s : r.kernel_seconds;
   launch.from_trace = trace && trace->span_s > 0;
   launch.call = in.call_seconds > 0 ? in.call_seconds : (launch.from_trace ? trace->span_s : 0);
   launch.trace_idle = launch.from_trace ? ratio(trace->gaps_s, trace->span_s) : 0;
   if (launch.call > 0 && launch.busy > 0) r.idle_fraction = std::clamp(1 - launch.busy / launch.call, 0.0, 1.0);
+  return launch;
+}
 
-  // Decide.
+// The class, limiter, sol_fraction and headroom, in the order of roofline.h's decision.
+void decide(const CallFacts& f, RooflineResult& r) {
   const Roof* top = r.roofs.empty() ? nullptr : &r.roofs.front();
   double ncu_max = std::max(r.ncu_rule.sm_pct, r.ncu_rule.mem_pct);
-  bool short_kernels = r.median_kernel_seconds > 0 && r.median_kernel_seconds < kShortKernelSeconds;
-  if (r.idle_fraction >= kLaunchIdleFraction && short_kernels) {
+  if (r.idle_fraction >= kLaunchIdleFraction && f.short_kernels) {
     r.cls = BottleneckClass::kLaunchBound;
     r.limiter = "launch overhead";
-    r.sol_fraction = launch.busy / launch.call;
-    r.headroom = launch.call / launch.busy;
+    r.sol_fraction = f.launch.busy / f.launch.call;
+    r.headroom = f.launch.call / f.launch.busy;
   } else if (top && top->fraction >= kRoofBoundFraction) {
     r.cls = top->memory ? BottleneckClass::kMemoryBound : BottleneckClass::kComputeBound;
     r.limiter = top->name;
@@ -362,23 +380,28 @@ RooflineResult classify(const RooflineInput& in) {
       r.headroom = 0;
     }
   }
+}
 
-  // Evidence, most telling first.
+void add_launch_evidence(const RooflineInput& in, const CallFacts& f, RooflineResult& r) {
+  if (r.cls != BottleneckClass::kLaunchBound) return;
   auto& ev = r.evidence;
-  if (r.cls == BottleneckClass::kLaunchBound) {
-    if (launch.from_trace)
-      ev.push_back(
-          fmt::format("the device sat idle {} of the traced call: {} kernels busy {} in a span of {} "
-                      "({} of gaps between launches)",
-                      pct(launch.trace_idle), r.kernel_count, format_seconds(trace->busy_s),
-                      format_seconds(trace->span_s), format_seconds(trace->gaps_s)));
-    if (in.call_seconds > 0)
-      ev.push_back(fmt::format("the call's event time {} is {:.2f}x the device's busy time {}",
-                               format_seconds(in.call_seconds), launch.call / launch.busy,
-                               format_seconds(launch.busy)));
-    ev.push_back(fmt::format("median kernel {} (< {}): launch latency, not the kernels, sets the call's time",
-                             format_seconds(r.median_kernel_seconds), format_seconds(kShortKernelSeconds)));
-  }
+  const Launch& launch = f.launch;
+  if (launch.from_trace)
+    ev.push_back(
+        fmt::format("the device sat idle {} of the traced call: {} kernels busy {} in a span of {} "
+                    "({} of gaps between launches)",
+                    pct(launch.trace_idle), r.kernel_count, format_seconds(f.trace->busy_s),
+                    format_seconds(f.trace->span_s), format_seconds(f.trace->gaps_s)));
+  if (in.call_seconds > 0)
+    ev.push_back(fmt::format("the call's event time {} is {:.2f}x the device's busy time {}",
+                             format_seconds(in.call_seconds), launch.call / launch.busy,
+                             format_seconds(launch.busy)));
+  ev.push_back(fmt::format("median kernel {} (< {}): launch latency, not the kernels, sets the call's time",
+                           format_seconds(r.median_kernel_seconds), format_seconds(kShortKernelSeconds)));
+}
+
+void add_roof_evidence(const profile::Ceilings& c, RooflineResult& r) {
+  auto& ev = r.evidence;
   if (r.kernel_seconds <= 0) ev.push_back("no kernel duration was measured: no achieved rates, no roofs");
   for (size_t i = 0; i < r.roofs.size() && i < 3; ++i) ev.push_back(roof_sentence(r.roofs[i], c, r.kernel_seconds));
   for (const auto& roof : r.roofs)
@@ -387,56 +410,78 @@ RooflineResult classify(const RooflineInput& in) {
           fmt::format("{} is above its ceiling ({}): the ceiling is low (recalibrate) or the kernel uses "
                       "2:4-sparse tensor instructions",
                       roof.name, pct(roof.fraction)));
-  if (r.cls == BottleneckClass::kComputeBound || r.cls == BottleneckClass::kMemoryBound) {
-    if (starts_with(r.limiter, "SM (") || starts_with(r.limiter, "memory (")) {
-      ev.push_back(fmt::format(
-          "no roof reaches {:.0f}%, but ncu's {} {:.0f}% of peak: a unit without a roof here "
-          "({}) is busy",
-          kRoofBoundFraction * 100, r.cls == BottleneckClass::kMemoryBound ? "Mem%" : "SM%", r.sol_fraction * 100,
-          r.cls == BottleneckClass::kMemoryBound ? "L1/shared memory, or L2 without a ceiling"
-                                                 : "integer, load/store or special-function issue"));
-      if (r.cls == BottleneckClass::kComputeBound && total_flop == 0)
-        ev.push_back(
-            "no floating-point or tensor work was counted: the SM is busy with integer, address or control "
-            "instructions");
-    }
-  }
-  if (r.cls == BottleneckClass::kMemoryBound && r.limiter == "DRAM") {
-    auto read = all.get("dram__bytes_read.sum"), write = all.get("dram__bytes_write.sum");
-    if (read && write) ev.push_back(fmt::format("DRAM read {} and wrote {}", si(*read, "B"), si(*write, "B")));
-    if (auto issue = all.get(kIssue); issue && *issue < kLowIssuePerCycle)
-      ev.push_back(
-          fmt::format("each scheduler issued {:.2f} instructions per active cycle: few instructions keep "
-                      "DRAM this busy",
-                      *issue));
-  }
+}
+
+// Compute- or memory-bound on ncu's SM% or Mem% alone: a unit without a roof here is busy.
+void add_ncu_unit_evidence(const CallFacts& f, RooflineResult& r) {
+  if (r.cls != BottleneckClass::kComputeBound && r.cls != BottleneckClass::kMemoryBound) return;
+  if (!starts_with(r.limiter, "SM (") && !starts_with(r.limiter, "memory (")) return;
+  auto& ev = r.evidence;
+  ev.push_back(fmt::format(
+      "no roof reaches {:.0f}%, but ncu's {} {:.0f}% of peak: a unit without a roof here "
+      "({}) is busy",
+      kRoofBoundFraction * 100, r.cls == BottleneckClass::kMemoryBound ? "Mem%" : "SM%", r.sol_fraction * 100,
+      r.cls == BottleneckClass::kMemoryBound ? "L1/shared memory, or L2 without a ceiling"
+                                             : "integer, load/store or special-function issue"));
+  if (r.cls == BottleneckClass::kComputeBound && f.total_flop == 0)
+    ev.push_back(
+        "no floating-point or tensor work was counted: the SM is busy with integer, address or control "
+        "instructions");
+}
+
+void add_dram_evidence(const CallFacts& f, RooflineResult& r) {
+  if (r.cls != BottleneckClass::kMemoryBound || r.limiter != "DRAM") return;
+  auto& ev = r.evidence;
+  auto read = f.all.get("dram__bytes_read.sum"), write = f.all.get("dram__bytes_write.sum");
+  if (read && write) ev.push_back(fmt::format("DRAM read {} and wrote {}", si(*read, "B"), si(*write, "B")));
+  if (auto issue = f.all.get(kIssue); issue && *issue < kLowIssuePerCycle)
+    ev.push_back(
+        fmt::format("each scheduler issued {:.2f} instructions per active cycle: few instructions keep "
+                    "DRAM this busy",
+                    *issue));
+}
+
+void add_intensity_evidence(const profile::Ceilings& c, const CallFacts& f, RooflineResult& r) {
   if (r.arithmetic_intensity > 0 && r.ridge_intensity > 0)
-    ev.push_back(fmt::format(
+    r.evidence.push_back(fmt::format(
         "arithmetic intensity {} FLOP/B, {} the {} ridge of {} FLOP/B ({} over {})", num3(r.arithmetic_intensity),
         r.arithmetic_intensity < r.ridge_intensity ? "below" : "above", r.ridge_roof, num3(r.ridge_intensity),
-        si(ridge_peak, dominant ? dominant->unit.c_str() : "FLOP/s"), si(c.dram_bytes_per_s, "B/s")));
+        si(f.ridge_peak, f.ridge_unit.c_str()), si(c.dram_bytes_per_s, "B/s")));
+}
+
+// The traced call was launch-bound but the call is not: say why.
+void add_trace_idle_evidence(const CallFacts& f, RooflineResult& r) {
+  const Launch& launch = f.launch;
   if (r.cls != BottleneckClass::kLaunchBound && launch.from_trace && launch.trace_idle >= kLaunchIdleFraction)
-    ev.push_back(fmt::format("the traced call was idle {} between {} launches, but {}", pct(launch.trace_idle),
-                             r.kernel_count,
-                             short_kernels ? fmt::format("the timed call only {}", pct(r.idle_fraction))
-                                           : fmt::format("its median kernel of {} is long enough to hide launches",
-                                                         format_seconds(r.median_kernel_seconds))));
-  if (r.cls == BottleneckClass::kLatencyBound) {
-    if (top)
-      ev.push_back(fmt::format("no roof reaches {:.0f}% of its ceiling: the highest is {} at {}",
-                               kRoofBoundFraction * 100, top->name, pct(top->fraction)));
-    if (auto occ = all.get(kOccupancy))
-      ev.push_back(fmt::format("achieved occupancy {:.0f}% of the warp slots{}", *occ,
-                               *occ < kLowOccupancyPct ? " (low: too few warps to hide latency)" : ""));
-    if (auto issue = all.get(kIssue))
-      ev.push_back(fmt::format("each scheduler issued {:.2f} instructions per active cycle{}", *issue,
-                               *issue < kLowIssuePerCycle ? " (below 0.6: warps are stalled most cycles)" : ""));
-    if (r.ncu_rule.verdict == "small-grid" && r.ncu_rule.waves)
-      ev.push_back(fmt::format("the grid fills {}{:.2f} waves of the GPU: too few blocks for its {} SMs",
-                               all.get(kWaves) ? "" : "at most ", *r.ncu_rule.waves, c.sm_count));
-  }
-  if (!r.ncu_rule.verdict.empty())
-    ev.push_back(fmt::format("ncu's SOLBottleneck rule: {} ({})", ncu_summary(r.ncu_rule), r.ncu_rule.verdict));
+    r.evidence.push_back(fmt::format(
+        "the traced call was idle {} between {} launches, but {}", pct(launch.trace_idle), r.kernel_count,
+        f.short_kernels ? fmt::format("the timed call only {}", pct(r.idle_fraction))
+                        : fmt::format("its median kernel of {} is long enough to hide launches",
+                                      format_seconds(r.median_kernel_seconds))));
+}
+
+void add_latency_evidence(const profile::Ceilings& c, const CallFacts& f, RooflineResult& r) {
+  if (r.cls != BottleneckClass::kLatencyBound) return;
+  auto& ev = r.evidence;
+  const Roof* top = r.roofs.empty() ? nullptr : &r.roofs.front();
+  if (top)
+    ev.push_back(fmt::format("no roof reaches {:.0f}% of its ceiling: the highest is {} at {}",
+                             kRoofBoundFraction * 100, top->name, pct(top->fraction)));
+  if (auto occ = f.all.get(kOccupancy))
+    ev.push_back(fmt::format("achieved occupancy {:.0f}% of the warp slots{}", *occ,
+                             *occ < kLowOccupancyPct ? " (low: too few warps to hide latency)" : ""));
+  if (auto issue = f.all.get(kIssue))
+    ev.push_back(fmt::format("each scheduler issued {:.2f} instructions per active cycle{}", *issue,
+                             *issue < kLowIssuePerCycle ? " (below 0.6: warps are stalled most cycles)" : ""));
+  if (r.ncu_rule.verdict == "small-grid" && r.ncu_rule.waves)
+    ev.push_back(fmt::format("the grid fills {}{:.2f} waves of the GPU: too few blocks for its {} SMs",
+                             f.all.get(kWaves) ? "" : "at most ", *r.ncu_rule.waves, c.sm_count));
+}
+
+// What was not collected or had no ceiling, and a call with nothing to classify.
+void add_gap_evidence(const RooflineInput& in, CallFacts& f, RooflineResult& r) {
+  auto& ev = r.evidence;
+  auto& missing = f.missing;
   if (!missing.empty()) {
     // Six tensor paths missing together read as one.
     auto tensor =
@@ -449,11 +494,41 @@ RooflineResult classify(const RooflineInput& in) {
     }
     ev.push_back("not collected: " + join(missing, ", ") + "; those roofs are missing");
   }
-  if (!no_ceiling.empty()) ev.push_back("work without a ceiling for it (roof skipped): " + join(no_ceiling, ", "));
-  if (in.kernels.empty() && !trace) ev.push_back("no kernel metrics and no trace: nothing to classify");
+  if (!f.no_ceiling.empty()) ev.push_back("work without a ceiling for it (roof skipped): " + join(f.no_ceiling, ", "));
+  if (in.kernels.empty() && !f.trace) ev.push_back("no kernel metrics and no trace: nothing to classify");
+}
 
+// Evidence, most telling first.
+void add_evidence(const RooflineInput& in, CallFacts& f, RooflineResult& r) {
+  add_launch_evidence(in, f, r);
+  add_roof_evidence(in.ceilings, r);
+  add_ncu_unit_evidence(f, r);
+  add_dram_evidence(f, r);
+  add_intensity_evidence(in.ceilings, f, r);
+  add_trace_idle_evidence(f, r);
+  add_latency_evidence(in.ceilings, f, r);
+  if (!r.ncu_rule.verdict.empty())
+    r.evidence.push_back(fmt::format("ncu's SOLBottleneck rule: {} ({})", ncu_summary(r.ncu_rule), r.ncu_rule.verdict));
+  add_gap_evidence(in, f, r);
+}
+
+}  // namespace
+
+RooflineResult classify(const RooflineInput& in) {
+  RooflineResult r;
+  CallFacts f;
+  f.all = profile::combine_kernels(in.kernels);
+  f.trace = in.trace ? &*in.trace : nullptr;
+  measure_durations(in, f, r);
+  measure_roofs(in.ceilings, f, r);
+  measure_intensity(in.ceilings, f, r);
+  r.ncu_rule = ncu_rule_for_call(in, f.all);
+  f.launch = measure_launch(in, f.trace, r);
+  f.short_kernels = r.median_kernel_seconds > 0 && r.median_kernel_seconds < kShortKernelSeconds;
+  decide(f, r);
+  add_evidence(in, f, r);
   r.agrees_with_ncu = r.ncu_rule.as_class && *r.ncu_rule.as_class == r.cls;
-  if (!r.agrees_with_ncu) r.disagreement = explain_disagreement(r, launch, c);
+  if (!r.agrees_with_ncu) r.disagreement = explain_disagreement(r, f.launch, in.ceilings);
   return r;
 }
 

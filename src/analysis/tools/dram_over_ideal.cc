@@ -4,9 +4,9 @@
 // DRAM bytes = dram__bytes_read.sum + dram__bytes_write.sum (stage 1) summed over the call's
 // kernels (every kernel must have both; quiet otherwise), against Evidence::ideal_bytes (the
 // task's compulsory traffic: each input read once, each output written once; quiet when 0).
-// Fires when the ratio is >= kMinRatio (1.5x: beyond what L2 misses on halo rows, alignment
-// and write-allocate explain); critical when >= kCriticalRatio (3x) and the call is
-// memory-bound, warning otherwise.
+// Fires when the ratio is >= kMinDramOverIdeal (1.5x, dram_traffic.h: beyond what L2 misses on
+// halo rows, alignment and write-allocate explain); critical when >= kCriticalRatio (3x) and the
+// call is memory-bound, warning otherwise.
 // A call of one kernel leaves its excess to the tool that names its cause, and stays quiet:
 //   - register_spills' cause: the kernel spills (ptxas spill bytes, or LDL/STL in its SASS),
 //     so local memory may carry the excess; the Range Profiler lists give no local-memory
@@ -19,27 +19,27 @@
 // (the DRAM roof's fraction of its ceiling) shrinks: 1 / (1 - f (1 - 1 / ratio)); f = 0 (no
 // DRAM roof) gives 1, capped by the roofline headroom (a kernel at its compute roof gains no more
 // than the roof allows, whatever bytes it saves). Such a finding is reported only when that gain
-// is >= kMinGain (1.1): GEMMs larger than L2 re-read their panels from DRAM (cuBLAS moves 1.7x
-// the ideal at 4096^3) and lose nothing by it while DRAM stays far from its roof. On the H200
-// the hopper-path flaw's fixed twin, a cuBLAS BF16 GEMM, moved 1.72x its ideal with DRAM at 23%
-// of the calibrated roof: 1 / (1 - 0.23 x 0.42) = 1.11x, but it ran at 98% of the tensor roof
-// (headroom 1.02x): quiet.
+// is >= kMinDramOverIdealGain (1.1): GEMMs larger than L2 re-read their panels from DRAM
+// (cuBLAS moves 1.7x the ideal at 4096^3) and lose nothing by it while DRAM stays far from its
+// roof. On the H200 the hopper-path flaw's fixed twin, a cuBLAS BF16 GEMM, moved 1.72x its ideal
+// with DRAM at 23% of the calibrated roof: 1 / (1 - 0.23 x 0.42) = 1.11x, but it ran at 98% of
+// the tensor roof (headroom 1.02x): quiet.
+// The test itself is dram_excess (dram_traffic.h), shared with low_l2_hit_rate; low_l2_hit_rate's
+// own test, asked here of a one-kernel call, is l2_missed_rereads there.
 //
 // Worked example, the softmax seed (bench/results/h200-2026-12-03-profile/run2) on a 2^26-float
 // input: ideal 2 x 268,435,456 = 536,870,912 B; measured 764,120,320 + 270,131,200 =
 // 1,034,251,520 B: 1.93x >= 1.5 (the input is read twice: once for the max, once for the sum and
 // the output). Memory-bound, gain 1.93x; warning (< 3x). An online softmax that reads the row
 // once moves ~1.0x: quiet.
-#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "analysis/tool.h"
+#include "analysis/tools/dram_traffic.h"
 
 namespace kp::analysis {
-
-std::unique_ptr<Tool> make_low_l2_hit_rate();
 
 namespace {
 
@@ -49,16 +49,12 @@ bool explained_elsewhere(const Evidence& e) {
   const profile::KernelSass* ks = e.sass_for(e.kernels[0]);
   if (ks && ks->resources && (ks->resources->spill_load_bytes > 0 || ks->resources->spill_store_bytes > 0)) return true;
   if (ks && (ks->sass.local_loads > 0 || ks->sass.local_stores > 0)) return true;
-  for (const auto& f : make_low_l2_hit_rate()->run(e))
-    if (f.kernel == e.kernels[0].name) return true;
+  for (const auto& m : l2_missed_rereads(e))  // low_l2_hit_rate's findings
+    if (m.kernel->name == e.kernels[0].name) return true;
   return false;
 }
 
-constexpr double kMinRatio = 1.5;
 constexpr double kCriticalRatio = 3;
-constexpr double kMinGain = 1.1;
-constexpr const char* kRead = "dram__bytes_read.sum";
-constexpr const char* kWrite = "dram__bytes_write.sum";
 
 class DramOverIdeal final : public Tool {
  public:
@@ -76,39 +72,17 @@ class DramOverIdeal final : public Tool {
   }
 
   std::vector<Finding> run(const Evidence& e) const override {
-    // A sample of the call's launches cannot be set against the whole call's ideal.
-    if (e.ideal_bytes <= 0 || e.kernels.empty() || e.unprofiled_launches > 0) return {};
-    double bytes = 0, biggest = 0;
-    std::string biggest_name;
-    for (const auto& k : e.kernels) {
-      auto rd = metric(k, kRead), wr = metric(k, kWrite);
-      if (!rd || !wr) return {};
-      bytes += *rd + *wr;
-      if (*rd + *wr > biggest) {
-        biggest = *rd + *wr;
-        biggest_name = k.name;
-      }
-    }
-    const double ratio = bytes / e.ideal_bytes;
-    if (ratio < kMinRatio || explained_elsewhere(e)) return {};
-    const bool memory = e.roofline && e.roofline->cls == BottleneckClass::kMemoryBound &&
-                        (e.roofline->limiter.empty() || e.roofline->limiter == "DRAM");
+    auto x = dram_excess(e);
+    if (!x || explained_elsewhere(e)) return {};
+    const double ratio = x->ratio, bytes = x->bytes.total, biggest = x->bytes.largest;
+    const std::string& biggest_name = x->bytes.largest_kernel;
 
     Finding f;
     f.tool = spec().name;
-    f.severity = ratio >= kCriticalRatio && memory ? Severity::kCritical : Severity::kWarning;
-    if (memory) {
-      f.estimated_gain = ratio;
-    } else if (e.roofline) {
-      double dram = 0;
-      for (const auto& r : e.roofline->roofs)
-        if (r.name == "DRAM") dram = std::clamp(r.fraction, 0.0, 1.0);
-      f.estimated_gain = 1 / (1 - dram * (1 - 1 / ratio));
-      if (e.roofline->headroom > 1) f.estimated_gain = std::min(f.estimated_gain, e.roofline->headroom);
-      if (f.estimated_gain < kMinGain) return {};
-    }
+    f.severity = ratio >= kCriticalRatio && x->memory ? Severity::kCritical : Severity::kWarning;
+    f.estimated_gain = x->estimated_gain;
     f.evidence.push_back(evidence("DRAM bytes / ideal bytes", ratio, ">=",
-                                  f.severity == Severity::kCritical ? kCriticalRatio : kMinRatio, "x"));
+                                  f.severity == Severity::kCritical ? kCriticalRatio : kMinDramOverIdeal, "x"));
     f.evidence.push_back(context("DRAM bytes (read + write)", bytes, "B"));
     f.evidence.push_back(context("task ideal bytes", e.ideal_bytes, "B"));
     const size_t n = e.kernels.size();

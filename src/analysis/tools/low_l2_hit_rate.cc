@@ -4,9 +4,9 @@
 // A streaming kernel (each byte read once) misses L2 by nature; a low hit rate is a flaw only
 // when the data is touched again. So per kernel, all of:
 //   - the call is memory-bound (quiet without a roofline);
-//   - lts__t_sector_hit_rate.pct (stage 2) < kMaxHitPct (50%);
-//   - L2 traffic lts__t_bytes.sum (stage 1) >= kMinReuse (2x) the kernel's compulsory bytes;
-//   - and the re-reads really reach DRAM: DRAM reads >= kMinDramExcess (1.5x) the compulsory
+//   - lts__t_sector_hit_rate.pct (stage 2) < kMaxL2HitPct (50%);
+//   - L2 traffic lts__t_bytes.sum (stage 1) >= kMinL2Reuse (2x) the kernel's compulsory bytes;
+//   - and the re-reads really reach DRAM: DRAM reads >= kMinDramReReads (1.5x) the compulsory
 //     reads, taken as the compulsory bytes less the DRAM bytes written (dram__bytes_write.sum).
 //     That is an upper bound of the compulsory reads, since a kernel's last writes can reach
 //     DRAM after its counting window (L2 write-back of up to 50 MB of dirty lines), and the
@@ -43,23 +43,14 @@
 #include <string>
 
 #include "analysis/tool.h"
+#include "analysis/tools/dram_traffic.h"
 
 namespace kp::analysis {
 
-std::unique_ptr<Tool> make_host_device_copies();
-std::unique_ptr<Tool> make_dram_over_ideal();
-
 namespace {
 
-constexpr double kMaxHitPct = 50;
-constexpr double kMinReuse = 2;
-constexpr double kMinDramExcess = 1.5;
-constexpr double kMinReadShare = 0.25;  // of the compulsory bytes, for the reads-only excess
 constexpr double kCriticalGain = 3;
 constexpr const char* kHit = "lts__t_sector_hit_rate.pct";
-constexpr const char* kLtsBytes = "lts__t_bytes.sum";
-constexpr const char* kRead = "dram__bytes_read.sum";
-constexpr const char* kWrite = "dram__bytes_write.sum";
 
 class LowL2HitRate final : public Tool {
  public:
@@ -77,32 +68,12 @@ class LowL2HitRate final : public Tool {
   }
 
   std::vector<Finding> run(const Evidence& e) const override {
-    if (!e.roofline || e.roofline->cls != BottleneckClass::kMemoryBound || e.ideal_bytes <= 0 ||
-        e.unprofiled_launches > 0)
-      return {};
-    if (!make_host_device_copies()->run(e).empty()) return {};  // the copy is the cause (above)
-    // Intermediates between kernels (above). dram_over_ideal asks this tool only of one-kernel calls.
-    if (e.kernels.size() > 1 && !make_dram_over_ideal()->run(e).empty()) return {};
-    double call_dram = 0;
-    for (const auto& k : e.kernels) {
-      auto rd = metric(k, kRead), wr = metric(k, kWrite);
-      if (!rd || !wr) return {};
-      call_dram += *rd + *wr;
-    }
-    if (call_dram <= 0) return {};
+    // The quiet cases (above) are l2_missed_rereads' (dram_traffic.h), which dram_over_ideal asks too.
     std::vector<Finding> out;
-    for (const auto& k : e.kernels) {
-      auto hit = metric(k, kHit);
-      auto lts = metric(k, kLtsBytes);
-      if (!hit || !lts) continue;
-      const double dram = *metric(k, kRead) + *metric(k, kWrite);
-      const double compulsory = e.ideal_bytes * dram / call_dram;
-      if (compulsory <= 0 || *hit >= kMaxHitPct) continue;
-      const double read_share = compulsory - *metric(k, kWrite);
-      const bool by_reads = read_share >= kMinReadShare * compulsory;
-      const double reuse = *lts / compulsory;
-      const double excess = by_reads ? *metric(k, kRead) / read_share : dram / compulsory;
-      if (reuse < kMinReuse || excess < kMinDramExcess) continue;
+    for (const auto& m : l2_missed_rereads(e)) {
+      const profile::KernelMetrics& k = *m.kernel;
+      const double compulsory = m.compulsory, reuse = m.reuse, excess = m.excess;
+      const bool by_reads = m.by_reads;
 
       Finding f;
       f.tool = spec().name;
@@ -111,23 +82,23 @@ class LowL2HitRate final : public Tool {
       auto ns = metric(k, "gpu__time_duration.sum");
       if (ns && *ns > 0 && e.ceilings.dram_bytes_per_s > 0 && e.ceilings.l2_bytes_per_s > 0) {
         const double floor =
-            std::max(compulsory / e.ceilings.dram_bytes_per_s, *lts / e.ceilings.l2_bytes_per_s);
+            std::max(compulsory / e.ceilings.dram_bytes_per_s, m.l2_bytes / e.ceilings.l2_bytes_per_s);
         f.estimated_gain = std::max(1.0, *ns * 1e-9 / floor);
       }
       f.severity = f.estimated_gain >= kCriticalGain ? Severity::kCritical : Severity::kWarning;
-      f.evidence.push_back(evidence(kHit, *hit, "<", kMaxHitPct, "%"));
-      f.evidence.push_back(evidence("L2 bytes / compulsory bytes", reuse, ">=", kMinReuse, "x"));
+      f.evidence.push_back(evidence(kHit, m.hit_pct, "<", kMaxL2HitPct, "%"));
+      f.evidence.push_back(evidence("L2 bytes / compulsory bytes", reuse, ">=", kMinL2Reuse, "x"));
       if (by_reads)
         f.evidence.push_back(evidence("DRAM reads / compulsory reads (compulsory bytes less DRAM writes)", excess,
-                                      ">=", kMinDramExcess, "x"));
+                                      ">=", kMinDramReReads, "x"));
       else
-        f.evidence.push_back(evidence("DRAM bytes / compulsory bytes", excess, ">=", kMinDramExcess, "x"));
+        f.evidence.push_back(evidence("DRAM bytes / compulsory bytes", excess, ">=", kMinDramReReads, "x"));
       f.evidence.push_back(context("compulsory bytes (task ideal, this kernel's share)", compulsory, "B"));
       char title[200];
       std::snprintf(title, sizeof title,
                     "L2 hit rate %.0f%% while the kernel re-reads its data (%.1fx the compulsory bytes through "
                     "L2, %.1fx the compulsory %s from DRAM)",
-                    *hit, reuse, excess, by_reads ? "reads" : "bytes");
+                    m.hit_pct, reuse, excess, by_reads ? "reads" : "bytes");
       f.title = title;
       f.guidance =
           "The data is touched more than once but evicted from L2 before the next touch. Shrink "
