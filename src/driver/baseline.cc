@@ -269,26 +269,30 @@ std::string format_level_summary(const LevelSummary& s) {
   return o;
 }
 
-Result<BaselineRun> run_baseline(const BaselineOptions& o, const std::function<void(const std::string&)>& progress) {
-  auto t0 = Clock::now();
-  KP_TRY(SuiteListing listing, list_suite(o.suite_dir, o.levels, o.only));
-  for (const auto& s : listing.skipped) progress(fmt::format("skipped (not a problem): {}", s));
-  eval::WorkerClient worker(o.worker);
-  BaselineRun run;
-  run.listed = static_cast<int>(listing.problems.size());
-  run.out_dir = o.out_dir;
-  if (run.out_dir.empty()) {
-    KP_TRY(eval::DeviceInfo dev, worker.device());
-    run.out_dir = o.default_out_root / gpu_slug(dev.name);
-  }
-  run.out_dir = fs::absolute(run.out_dir).lexically_normal();
-  fs::path doc_path = run.out_dir / kBaselineFile;
-  KP_TRY(json doc, load_baseline_doc(doc_path));
+namespace {
 
-  struct Todo {
-    const SuiteProblem* problem;
-    std::vector<std::string> modes;
-  };
+using Progress = std::function<void(const std::string&)>;
+
+// A problem still to measure, and the modes it needs.
+struct Todo {
+  const SuiteProblem* problem;
+  std::vector<std::string> modes;
+};
+
+// The output folder: BaselineOptions::out_dir, else one named for the worker's GPU; absolute.
+Result<fs::path> resolve_out_dir(const BaselineOptions& o, eval::WorkerClient& worker) {
+  fs::path out_dir = o.out_dir;
+  if (out_dir.empty()) {
+    KP_TRY(eval::DeviceInfo dev, worker.device());
+    out_dir = o.default_out_root / gpu_slug(dev.name);
+  }
+  return fs::absolute(out_dir).lexically_normal();
+}
+
+// The problems of `listing` with modes left to measure according to `doc`; the others count in
+// run.already_recorded. Says how many there are of each.
+std::vector<Todo> select_todo(const SuiteListing& listing, const json& doc, const fs::path& doc_path,
+                              const BaselineOptions& o, BaselineRun& run, const Progress& progress) {
   std::vector<Todo> todo;
   int failed_recorded = 0;
   for (const auto& p : listing.problems) {
@@ -310,84 +314,128 @@ Result<BaselineRun> run_baseline(const BaselineOptions& o, const std::function<v
                            ? fmt::format(" ({} of them failed: --retry-failed measures those again)", failed_recorded)
                            : std::string(),
                        todo.size()));
+  return todo;
+}
 
-  if (o.prewarm_jobs > 0) {
-    std::vector<const SuiteProblem*> warm;
-    for (const auto& t : todo)
-      if (std::find(t.modes.begin(), t.modes.end(), "compile") != t.modes.end()) warm.push_back(t.problem);
-    if (!warm.empty()) {
-      auto tw = Clock::now();
-      double stop_after = o.time_budget_s ? *o.time_budget_s / 2 : 1e300;
-      std::atomic<size_t> next{0};
-      std::atomic<int> ok{0}, failed{0};
-      std::vector<std::thread> pool;
-      int jobs = std::min<int>(o.prewarm_jobs, static_cast<int>(warm.size()));
-      for (int j = 0; j < jobs; ++j) {
-        pool.emplace_back([&, j] {
-          eval::WorkerOptions wo = o.worker;
-          wo.scratch_dir = o.worker.scratch_dir / fmt::format("prewarm-{}", j);
-          eval::WorkerClient client(wo);
-          for (size_t k = next++; k < warm.size() && since(t0) < stop_after; k = next++) {
-            auto r = client.prewarm(warm[k]->path, o.timeout_s);
-            if (!r.ok()) break;  // no worker can run: the timing pass will say why
-            (r->ok ? ok : failed)++;
-          }
-          client.stop();
-        });
+// With BaselineOptions::prewarm_jobs, the problems of `todo` that need torch.compile compiled
+// by that many extra workers in parallel, until half the time budget since `t0` is spent.
+void prewarm(const std::vector<Todo>& todo, const BaselineOptions& o, Clock::time_point t0, BaselineRun& run,
+             const Progress& progress) {
+  if (o.prewarm_jobs <= 0) return;
+  std::vector<const SuiteProblem*> warm;
+  for (const auto& t : todo)
+    if (std::find(t.modes.begin(), t.modes.end(), "compile") != t.modes.end()) warm.push_back(t.problem);
+  if (warm.empty()) return;
+  auto tw = Clock::now();
+  double stop_after = o.time_budget_s ? *o.time_budget_s / 2 : 1e300;
+  std::atomic<size_t> next{0};
+  std::atomic<int> ok{0}, failed{0};
+  std::vector<std::thread> pool;
+  int jobs = std::min<int>(o.prewarm_jobs, static_cast<int>(warm.size()));
+  for (int j = 0; j < jobs; ++j) {
+    pool.emplace_back([&, j] {
+      eval::WorkerOptions wo = o.worker;
+      wo.scratch_dir = o.worker.scratch_dir / fmt::format("prewarm-{}", j);
+      eval::WorkerClient client(wo);
+      for (size_t k = next++; k < warm.size() && since(t0) < stop_after; k = next++) {
+        auto r = client.prewarm(warm[k]->path, o.timeout_s);
+        if (!r.ok()) break;  // no worker can run: the timing pass will say why
+        (r->ok ? ok : failed)++;
       }
-      for (auto& t : pool) t.join();
-      run.prewarmed = ok;
-      run.prewarm_failed = failed;
-      run.prewarm_s = since(tw);
-      progress(fmt::format("prewarmed torch.compile for {} of {} problem(s) with {} worker(s) in {}{}", run.prewarmed,
-                           warm.size(), jobs, format_seconds(run.prewarm_s),
-                           run.prewarm_failed ? fmt::format(" ({} failed; they are measured anyway)", run.prewarm_failed)
-                                              : std::string()));
+      client.stop();
+    });
+  }
+  for (auto& t : pool) t.join();
+  run.prewarmed = ok;
+  run.prewarm_failed = failed;
+  run.prewarm_s = since(tw);
+  progress(fmt::format("prewarmed torch.compile for {} of {} problem(s) with {} worker(s) in {}{}", run.prewarmed,
+                       warm.size(), jobs, format_seconds(run.prewarm_s),
+                       run.prewarm_failed ? fmt::format(" ({} failed; they are measured anyway)", run.prewarm_failed)
+                                          : std::string()));
+}
+
+// The results of `modes` for a progress line ("eager 1.2 ms  compile FAILED (why)"), and
+// whether one failed.
+struct ModesText {
+  std::string text;
+  bool failed = false;
+};
+ModesText modes_text(const std::vector<std::string>& modes, const eval::BaselineReply& reply) {
+  std::vector<std::string> parts;
+  bool failed = false;
+  for (const auto& mode : modes) {
+    const auto& m = reply.results.at(mode);
+    if (m.ok) {
+      parts.push_back(fmt::format("{} {}", mode, format_ms(m.mean_ms)));
+    } else {
+      failed = true;
+      parts.push_back(fmt::format("{} FAILED ({})", mode, first_line(m.error, 120)));
     }
   }
+  return {join(parts, "  "), failed};
+}
 
+// "  eager/compile 1.07x" when doc holds both measured for p, else empty.
+std::string eager_compile_ratio(const json& doc, const SuiteProblem& p) {
+  const json* rec = find_record(doc, p);
+  const json* e = rec ? ok_result(*rec, "eager") : nullptr;
+  const json* c = rec ? ok_result(*rec, "compile") : nullptr;
+  std::string ratio;
+  if (e && c && (*c)["mean_ms"].get<double>() > 0)
+    ratio = fmt::format("  eager/compile {:.2f}x", (*e)["mean_ms"].get<double>() / (*c)["mean_ms"].get<double>());
+  return ratio;
+}
+
+// Problem `i` of `todo` measured on the worker, recorded in `doc`, the files written, and its
+// progress line.
+Status measure_problem(const std::vector<Todo>& todo, size_t i, const BaselineOptions& o, eval::WorkerClient& worker,
+                       json& doc, const fs::path& doc_path, BaselineRun& run, const Progress& progress) {
+  const SuiteProblem& p = *todo[i].problem;
+  auto tp = Clock::now();
+  KP_TRY(eval::WorkerBaseline b, worker.baseline(p.path, todo[i].modes, o.warmup, o.trials, o.timeout_s));
+  double wall = since(tp);
+  std::string recorded_hw = doc.value("hardware", std::string());
+  if (!recorded_hw.empty() && !b.reply.hardware.empty() && b.reply.hardware != recorded_hw)
+    return make_error(
+        ErrorCode::kInvalidInput,
+        fmt::format("{} holds baselines measured on {}, but this worker's GPU is {}; times from two GPUs "
+                    "must not mix: pass another --out",
+                    doc_path.string(), recorded_hw, b.reply.hardware));
+  record_baseline(doc, p, todo[i].modes, b.reply, BaselineRecordInfo{o.warmup, o.trials, utc_now_iso8601(), wall});
+  KP_TRY_STATUS(write_baseline_files(run.out_dir, doc));
+  ++run.attempted;
+
+  const ModesText results = modes_text(todo[i].modes, b.reply);
+  if (results.failed) ++run.failed;
+  progress(fmt::format("[{}/{}] {}/{}  {}{}  ({}{})", i + 1, todo.size(), level_key(p.level), p.name, results.text,
+                       eager_compile_ratio(doc, p), format_seconds(wall),
+                       b.worker_restarted ? ", worker restarted" : ""));
+  return ok_status();
+}
+
+}  // namespace
+
+Result<BaselineRun> run_baseline(const BaselineOptions& o, const std::function<void(const std::string&)>& progress) {
+  auto t0 = Clock::now();
+  KP_TRY(SuiteListing listing, list_suite(o.suite_dir, o.levels, o.only));
+  for (const auto& s : listing.skipped) progress(fmt::format("skipped (not a problem): {}", s));
+  eval::WorkerClient worker(o.worker);
+  BaselineRun run;
+  run.listed = static_cast<int>(listing.problems.size());
+  KP_TRY(run.out_dir, resolve_out_dir(o, worker));
+  fs::path doc_path = run.out_dir / kBaselineFile;
+  KP_TRY(json doc, load_baseline_doc(doc_path));
+
+  const std::vector<Todo> todo = select_todo(listing, doc, doc_path, o, run, progress);
+  prewarm(todo, o, t0, run, progress);
   for (size_t i = 0; i < todo.size(); ++i) {
-    const SuiteProblem& p = *todo[i].problem;
     if (o.time_budget_s && since(t0) >= *o.time_budget_s) {
       run.budget_spent = true;
       run.remaining = static_cast<int>(todo.size() - i);
       break;
     }
-    auto tp = Clock::now();
-    KP_TRY(eval::WorkerBaseline b, worker.baseline(p.path, todo[i].modes, o.warmup, o.trials, o.timeout_s));
-    double wall = since(tp);
-    std::string recorded_hw = doc.value("hardware", std::string());
-    if (!recorded_hw.empty() && !b.reply.hardware.empty() && b.reply.hardware != recorded_hw)
-      return make_error(
-          ErrorCode::kInvalidInput,
-          fmt::format("{} holds baselines measured on {}, but this worker's GPU is {}; times from two GPUs "
-                      "must not mix: pass another --out",
-                      doc_path.string(), recorded_hw, b.reply.hardware));
-    record_baseline(doc, p, todo[i].modes, b.reply, BaselineRecordInfo{o.warmup, o.trials, utc_now_iso8601(), wall});
-    KP_TRY_STATUS(write_baseline_files(run.out_dir, doc));
-    ++run.attempted;
-
-    std::vector<std::string> parts;
-    bool failed = false;
-    for (const auto& mode : todo[i].modes) {
-      const auto& m = b.reply.results.at(mode);
-      if (m.ok) {
-        parts.push_back(fmt::format("{} {}", mode, format_ms(m.mean_ms)));
-      } else {
-        failed = true;
-        parts.push_back(fmt::format("{} FAILED ({})", mode, first_line(m.error, 120)));
-      }
-    }
-    if (failed) ++run.failed;
-    const json* rec = find_record(doc, p);
-    const json* e = rec ? ok_result(*rec, "eager") : nullptr;
-    const json* c = rec ? ok_result(*rec, "compile") : nullptr;
-    std::string ratio;
-    if (e && c && (*c)["mean_ms"].get<double>() > 0)
-      ratio = fmt::format("  eager/compile {:.2f}x", (*e)["mean_ms"].get<double>() / (*c)["mean_ms"].get<double>());
-    progress(fmt::format("[{}/{}] {}/{}  {}{}  ({}{})", i + 1, todo.size(), level_key(p.level), p.name,
-                         join(parts, "  "), ratio, format_seconds(wall),
-                         b.worker_restarted ? ", worker restarted" : ""));
+    KP_TRY_STATUS(measure_problem(todo, i, o, worker, doc, doc_path, run, progress));
   }
   run.summary = summarize_baselines(doc);
   return run;

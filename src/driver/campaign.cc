@@ -381,12 +381,8 @@ void settle(ProblemStatus& st, const sys::Completed& c, const std::string& out, 
   }
 }
 
-}  // namespace
-
-Result<CampaignRun> run_campaign(const CampaignSpec& spec, const CampaignOptions& o) {
-  std::error_code ec;
-  fs::create_directories(o.dir / "runs", ec);
-  if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create {}: {}", (o.dir / "runs").string(), ec.message()));
+// The lanes a campaign runs: one per GPU asked for, one that inherits the GPU, or one on the CPU.
+std::vector<std::string> campaign_lanes(const CampaignOptions& o) {
   std::vector<std::string> lanes;
   if (o.inherit_gpu) {
     lanes.push_back("gpu");
@@ -395,154 +391,223 @@ Result<CampaignRun> run_campaign(const CampaignSpec& spec, const CampaignOptions
   } else {
     for (const auto& g : o.gpus) lanes.push_back("gpu" + g);
   }
+  return lanes;
+}
+
+// One run of a campaign: what its lanes share, and the steps of one lane.
+struct CampaignLanes {
+  CampaignLanes(const CampaignSpec& spec, const CampaignOptions& o, std::vector<std::string> lanes,
+                std::set<std::string> only)
+      : spec(spec), o(o), lanes(std::move(lanes)), only(std::move(only)), progress(this->lanes.size()) {
+    run.total = static_cast<int>(spec.problems.size());
+    for (size_t i = 0; i < this->lanes.size(); ++i) progress[i].lane = this->lanes[i];
+  }
+
+  void report(const std::string& event);
+  const CampaignProblem* take(std::optional<ProblemClaim>& claim, ProblemStatus& st);
+  void lane_main(size_t lane_index);
+  void mark_running(const CampaignProblem& p, const std::string& lane, ProblemStatus& st);
+  sys::Command optimize_command(const CampaignProblem& p, const fs::path& run_dir, const std::string& lane);
+  void run_problem(size_t lane_index, const CampaignProblem& p, ProblemStatus& st);
+  sys::Completed watch(sys::Process& child, size_t lane_index, const CampaignProblem& p, const fs::path& run_dir,
+                       Clock::time_point started);
+  void record_finish(size_t lane_index, const CampaignProblem& p, const ProblemStatus& st);
+
+  const CampaignSpec& spec;
+  const CampaignOptions& o;
+  const std::vector<std::string> lanes;
+  const std::set<std::string> only;
+
+  std::mutex mu;  // guards everything below that the lanes share
+  CampaignRun run;
+  std::vector<LaneProgress> progress;
+  std::map<std::string, int> gpu_retries;  // this run's retries of a problem whose GPU was held
+  std::set<std::string> gave_up;           // problems this run will not take again
+  int finished_here = 0;
+  const Clock::time_point t0 = Clock::now();
+  int finished_before = 0;
+};
+
+// With mu held.
+void CampaignLanes::report(const std::string& event) {
+  if (!o.progress) return;
+  CampaignProgress p;
+  p.lanes = progress;
+  p.total = run.total;
+  p.finished = finished_before + finished_here;
+  p.elapsed_s = since(t0);
+  const int left = p.total - p.finished;
+  if (finished_here > 0) p.eta_s = p.elapsed_s / finished_here * left / static_cast<double>(lanes.size());
+  p.event = event;
+  o.progress(p);
+}
+
+// The next problem this lane may run, claimed, with its status as the file had it; nullptr
+// when none is left. The file is read under the claim: no one else writes it then.
+const CampaignProblem* CampaignLanes::take(std::optional<ProblemClaim>& claim, ProblemStatus& st) {
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& p : spec.problems) {
+    if (!only.empty() && !only.count(p.id)) continue;
+    if (gave_up.count(p.id)) continue;
+    auto c = ProblemClaim::try_take(o.dir, p);
+    if (!c.ok() || !c->has_value()) continue;  // running elsewhere
+    st = read_status_file(o.dir, p);
+    if (st.state == "done" || st.state == "not_timed" || (st.state == "failed" && !o.retry_failed)) continue;
+    claim = std::move(*c);
+    gave_up.insert(p.id);  // taken: only a held GPU gives it back (record_finish)
+    return &p;
+  }
+  return nullptr;
+}
+
+void CampaignLanes::lane_main(size_t lane_index) {
+  const std::string lane = lanes[lane_index];
+  while (!(o.interrupted && o.interrupted())) {
+    std::optional<ProblemClaim> claim;
+    ProblemStatus st;
+    const CampaignProblem* p = take(claim, st);
+    if (!p) break;
+    mark_running(*p, lane, st);
+    run_problem(lane_index, *p, st);
+    (void)write_problem_status(o.dir, *p, st);
+    claim.reset();
+    record_finish(lane_index, *p, st);
+  }
+}
+
+void CampaignLanes::mark_running(const CampaignProblem& p, const std::string& lane, ProblemStatus& st) {
+  st.state = "running";
+  st.attempts += 1;
+  st.host = hostname();
+  st.pid = getpid();
+  st.lane = lane;
+  st.started = utc_now_iso8601();
+  st.finished.clear();
+  (void)write_problem_status(o.dir, p, st);
+}
+
+// The problem's `kernelpro optimize`, resuming its store when it has one.
+sys::Command CampaignLanes::optimize_command(const CampaignProblem& p, const fs::path& run_dir,
+                                             const std::string& lane) {
+  sys::Command cmd;
+  cmd.argv = {o.kernelpro.string(), "optimize", p.path.string(), "--run-dir", run_dir.string(), "--json"};
+  std::error_code ec;
+  const bool resume = fs::exists(run_dir / "store.db", ec);
+  if (resume) cmd.argv.push_back("--resume");
+  if (p.kind == "kernelbench" && !spec.python.empty()) {
+    cmd.argv.push_back("--python");
+    cmd.argv.push_back(spec.python);
+  }
+  for (const auto& a : resume ? remaining_budget_args(spec.optimize_args, measured_candidates(run_dir))
+                              : spec.optimize_args)
+    cmd.argv.push_back(a);
+  cmd.env_set = o.env;
+  cmd.env_set.push_back({"KP_CAMPAIGN_PID", std::to_string(getpid())});
+  if (lane == "cpu")
+    cmd.env_set.push_back({"CUDA_VISIBLE_DEVICES", ""});
+  else if (!o.inherit_gpu)
+    cmd.env_set.push_back({"CUDA_VISIBLE_DEVICES", lane.substr(3)});
+  if (o.build_slots > 0)
+    cmd.env_set.push_back({"KP_BUILD_SLOTS", fmt::format("{}:{}", (o.dir / ".build-slots").string(), o.build_slots)});
+  cmd.stdout_path = (run_dir / "optimize.json").string();
+  cmd.stderr_path = (run_dir / "optimize.log").string();
+  return cmd;
+}
+
+// Runs the problem's optimize to its end and settles `st` from what it left.
+void CampaignLanes::run_problem(size_t lane_index, const CampaignProblem& p, ProblemStatus& st) {
+  const std::string& lane = lanes[lane_index];
+  const fs::path run_dir = o.dir / "runs" / p.folder();
+  const sys::Command cmd = optimize_command(p, run_dir, lane);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    progress[lane_index] = LaneProgress{lane, p.id, 0, 0, 0, 0};
+    ++run.ran;
+    report(fmt::format("{}: {} started (attempt {})", lane, p.id, st.attempts));
+  }
+  const auto started = Clock::now();
+  auto child = sys::Process::spawn(cmd);
+  sys::Completed done;
+  if (!child.ok()) {
+    done.exit_code = 4;
+    st.error = child.error().message;
+  } else {
+    done = watch(**child, lane_index, p, run_dir, started);
+  }
+  st.wall_s = since(started);
+  st.finished = utc_now_iso8601();
+  auto out_text = read_file((run_dir / "optimize.json").string());
+  auto log_text = read_file((run_dir / "optimize.log").string());
+  const std::string out = out_text.ok() ? *out_text : "";
+  const std::string log = log_text.ok() ? *log_text : "";
+  if (child.ok()) settle(st, done, out, std::string(trim(tail_lines(log, 3))));
+  else st.state = "failed";
+}
+
+// Polls the child until it ends, updating the lane's progress; on `interrupted` asks it to stop,
+// and kills it when it has not within the grace.
+sys::Completed CampaignLanes::watch(sys::Process& child, size_t lane_index, const CampaignProblem& p,
+                                    const fs::path& run_dir, Clock::time_point started) {
+  const std::string& lane = lanes[lane_index];
+  std::optional<Clock::time_point> signalled;
+  while (child.running()) {
+    if (!signalled && o.interrupted && o.interrupted()) {
+      ::kill(child.pid(), SIGINT);  // optimize stops after the evaluation in flight
+      signalled = Clock::now();
+    }
+    if (signalled && since(*signalled) > o.stop_grace_s) {
+      (void)child.kill();  // its evaluation did not end in time: the store keeps what it finished
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(o.poll_s * 1000)));
+    LaneProgress lp{lane, p.id, 0, 0, 0, since(started)};
+    read_store_progress(run_dir / "store.db", lp);
+    std::lock_guard<std::mutex> lock(mu);
+    progress[lane_index] = lp;
+    report("");
+  }
+  return child.wait(std::chrono::seconds(5));
+}
+
+// The lane's problem has ended: gives a held GPU's problem back (twice at most), counts it and
+// reports how it ended.
+void CampaignLanes::record_finish(size_t lane_index, const CampaignProblem& p, const ProblemStatus& st) {
+  const std::string& lane = lanes[lane_index];
+  std::lock_guard<std::mutex> lock(mu);
+  if (st.state == "pending" && st.exit_code == 3 && ++gpu_retries[p.id] <= 2) gave_up.erase(p.id);
+  if (finished_state(st.state)) ++finished_here;
+  progress[lane_index] = LaneProgress{lane, "", 0, 0, 0, 0};
+  std::string what = st.state;
+  if (st.state == "done" && st.result.is_object())
+    what = fmt::format("done: {:.2f}x the reference, {} candidate(s), stopped: {}",
+                       st.result.value("speedup_vs_reference", 0.0), st.result.value("nodes", 0),
+                       st.result.value("stopped", "?"));
+  else if (!st.error.empty())
+    what += ": " + st.error;
+  report(fmt::format("{}: {} {} ({})", lane, p.id, what, format_seconds(st.wall_s)));
+}
+
+}  // namespace
+
+Result<CampaignRun> run_campaign(const CampaignSpec& spec, const CampaignOptions& o) {
+  std::error_code ec;
+  fs::create_directories(o.dir / "runs", ec);
+  if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create {}: {}", (o.dir / "runs").string(), ec.message()));
+  std::vector<std::string> lanes = campaign_lanes(o);
   std::set<std::string> only(o.only_ids.begin(), o.only_ids.end());
   for (const auto& id : only)
     if (std::none_of(spec.problems.begin(), spec.problems.end(), [&](const auto& p) { return p.id == id; }))
       return make_error(ErrorCode::kInvalidInput, fmt::format("--problem {}: not a problem of this campaign", id));
 
-  std::mutex mu;  // guards everything below that the lanes share
-  CampaignRun run;
-  run.total = static_cast<int>(spec.problems.size());
-  std::vector<LaneProgress> progress(lanes.size());
-  std::map<std::string, int> gpu_retries;  // this run's retries of a problem whose GPU was held
-  std::set<std::string> gave_up;           // problems this run will not take again
-  int finished_here = 0;
-  const auto t0 = Clock::now();
-  for (size_t i = 0; i < lanes.size(); ++i) progress[i].lane = lanes[i];
+  CampaignLanes shared(spec, o, std::move(lanes), std::move(only));
+  for (const auto& s : campaign_ledger(o.dir, spec))
+    shared.finished_before += finished_state(s.state) && !(o.retry_failed && s.state == "failed");
 
-  auto initial = campaign_ledger(o.dir, spec);
-  int finished_before = 0;
-  for (const auto& s : initial) finished_before += finished_state(s.state) && !(o.retry_failed && s.state == "failed");
-
-  auto report = [&](const std::string& event) {  // with mu held
-    if (!o.progress) return;
-    CampaignProgress p;
-    p.lanes = progress;
-    p.total = run.total;
-    p.finished = finished_before + finished_here;
-    p.elapsed_s = since(t0);
-    const int left = p.total - p.finished;
-    if (finished_here > 0) p.eta_s = p.elapsed_s / finished_here * left / static_cast<double>(lanes.size());
-    p.event = event;
-    o.progress(p);
-  };
-
-  // The next problem this lane may run, claimed, with its status as the file had it; nullptr
-  // when none is left. The file is read under the claim: no one else writes it then.
-  auto take = [&](std::optional<ProblemClaim>& claim, ProblemStatus& st) -> const CampaignProblem* {
-    std::lock_guard<std::mutex> lock(mu);
-    for (const auto& p : spec.problems) {
-      if (!only.empty() && !only.count(p.id)) continue;
-      if (gave_up.count(p.id)) continue;
-      auto c = ProblemClaim::try_take(o.dir, p);
-      if (!c.ok() || !c->has_value()) continue;  // running elsewhere
-      st = read_status_file(o.dir, p);
-      if (st.state == "done" || st.state == "not_timed" || (st.state == "failed" && !o.retry_failed)) continue;
-      claim = std::move(*c);
-      gave_up.insert(p.id);  // taken: only a held GPU gives it back (below)
-      return &p;
-    }
-    return nullptr;
-  };
-
-  auto lane_main = [&](size_t lane_index) {
-    const std::string lane = lanes[lane_index];
-    while (!(o.interrupted && o.interrupted())) {
-      std::optional<ProblemClaim> claim;
-      ProblemStatus st;
-      const CampaignProblem* p = take(claim, st);
-      if (!p) break;
-      const fs::path run_dir = o.dir / "runs" / p->folder();
-      st.state = "running";
-      st.attempts += 1;
-      st.host = hostname();
-      st.pid = getpid();
-      st.lane = lane;
-      st.started = utc_now_iso8601();
-      st.finished.clear();
-      (void)write_problem_status(o.dir, *p, st);
-
-      sys::Command cmd;
-      cmd.argv = {o.kernelpro.string(), "optimize", p->path.string(), "--run-dir", run_dir.string(), "--json"};
-      const bool resume = fs::exists(run_dir / "store.db", ec);
-      if (resume) cmd.argv.push_back("--resume");
-      if (p->kind == "kernelbench" && !spec.python.empty()) {
-        cmd.argv.push_back("--python");
-        cmd.argv.push_back(spec.python);
-      }
-      for (const auto& a : resume ? remaining_budget_args(spec.optimize_args, measured_candidates(run_dir))
-                                  : spec.optimize_args)
-        cmd.argv.push_back(a);
-      cmd.env_set = o.env;
-      cmd.env_set.push_back({"KP_CAMPAIGN_PID", std::to_string(getpid())});
-      if (lane == "cpu")
-        cmd.env_set.push_back({"CUDA_VISIBLE_DEVICES", ""});
-      else if (!o.inherit_gpu)
-        cmd.env_set.push_back({"CUDA_VISIBLE_DEVICES", lane.substr(3)});
-      if (o.build_slots > 0)
-        cmd.env_set.push_back({"KP_BUILD_SLOTS", fmt::format("{}:{}", (o.dir / ".build-slots").string(), o.build_slots)});
-      cmd.stdout_path = (run_dir / "optimize.json").string();
-      cmd.stderr_path = (run_dir / "optimize.log").string();
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        progress[lane_index] = LaneProgress{lane, p->id, 0, 0, 0, 0};
-        ++run.ran;
-        report(fmt::format("{}: {} started (attempt {})", lane, p->id, st.attempts));
-      }
-      const auto started = Clock::now();
-      auto child = sys::Process::spawn(cmd);
-      sys::Completed done;
-      if (!child.ok()) {
-        done.exit_code = 4;
-        st.error = child.error().message;
-      } else {
-        std::optional<Clock::time_point> signalled;
-        while ((*child)->running()) {
-          if (!signalled && o.interrupted && o.interrupted()) {
-            ::kill((*child)->pid(), SIGINT);  // optimize stops after the evaluation in flight
-            signalled = Clock::now();
-          }
-          if (signalled && since(*signalled) > o.stop_grace_s) {
-            (void)(*child)->kill();  // its evaluation did not end in time: the store keeps what it finished
-            break;
-          }
-          std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(o.poll_s * 1000)));
-          LaneProgress lp{lane, p->id, 0, 0, 0, since(started)};
-          read_store_progress(run_dir / "store.db", lp);
-          std::lock_guard<std::mutex> lock(mu);
-          progress[lane_index] = lp;
-          report("");
-        }
-        done = (*child)->wait(std::chrono::seconds(5));
-      }
-      st.wall_s = since(started);
-      st.finished = utc_now_iso8601();
-      auto out_text = read_file((run_dir / "optimize.json").string());
-      auto log_text = read_file((run_dir / "optimize.log").string());
-      const std::string out = out_text.ok() ? *out_text : "";
-      const std::string log = log_text.ok() ? *log_text : "";
-      if (child.ok()) settle(st, done, out, std::string(trim(tail_lines(log, 3))));
-      else st.state = "failed";
-      (void)write_problem_status(o.dir, *p, st);
-      claim.reset();
-      std::lock_guard<std::mutex> lock(mu);
-      if (st.state == "pending" && st.exit_code == 3 && ++gpu_retries[p->id] <= 2) gave_up.erase(p->id);
-      if (finished_state(st.state)) ++finished_here;
-      progress[lane_index] = LaneProgress{lane, "", 0, 0, 0, 0};
-      std::string what = st.state;
-      if (st.state == "done" && st.result.is_object())
-        what = fmt::format("done: {:.2f}x the reference, {} candidate(s), stopped: {}",
-                           st.result.value("speedup_vs_reference", 0.0), st.result.value("nodes", 0),
-                           st.result.value("stopped", "?"));
-      else if (!st.error.empty())
-        what += ": " + st.error;
-      report(fmt::format("{}: {} {} ({})", lane, p->id, what, format_seconds(st.wall_s)));
-    }
-  };
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < lanes.size(); ++i) threads.emplace_back(lane_main, i);
+  for (size_t i = 0; i < shared.lanes.size(); ++i) threads.emplace_back(&CampaignLanes::lane_main, &shared, i);
   for (auto& t : threads) t.join();
 
+  CampaignRun run = std::move(shared.run);
   run.interrupted = o.interrupted && o.interrupted();
   for (const auto& s : campaign_ledger(o.dir, spec)) {
     if (s.state == "done") ++run.done;

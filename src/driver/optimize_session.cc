@@ -70,13 +70,254 @@ TunePoint parse_point(const std::string& text) {
   return p;
 }
 
+// One run of the tuner: the seed and its space, the run's ledger, the tree's nodes by id (their
+// store ids and points), and what the search loop's callbacks leave for the run (a failure, a
+// machine stop, the child just measured).
+class Tuner {
+ public:
+  Tuner(const task::Task& task, const OptimizeHooks& hooks, const OptimizeOptions& o, RunLedger& ledger,
+        const std::string& seed_source, const TuneSpace& space)
+      : task_(task),
+        hooks_(hooks),
+        o_(o),
+        ledger_(ledger),
+        store_(ledger.store()),
+        seed_source_(seed_source),
+        space_(space) {}
+
+  store::RunStore& store() { return store_; }
+  void say(const std::string& s) const {
+    if (hooks_.progress) hooks_.progress(s);
+  }
+  // The seed evaluated and stored as the root. A report when the run stops at the seed (its
+  // evaluation needs the machine), else nothing.
+  Result<std::optional<OptimizeReport>> measure_seed();
+  // The tree, rebuilt from the store: measurements replayed in the order they were made.
+  Result<search::Tree> replay(const std::vector<store::NodeRow>& rows);
+  search::LoopHooks loop_hooks();
+  // The search's expansion of `e`: the parent's first untried neighbour, stored, evaluated and
+  // measured; nothing when it has none left, or when the run must stop (failure_, machine_stop_).
+  std::optional<std::pair<search::Direction, search::Measurement>> expand(const search::Tree& t,
+                                                                          const search::Expansion& e);
+  // After the search: the compiles ahead joined, then the search's failure, or the best point
+  // written to RUN_DIR/best.cu and the summary.
+  Result<OptimizeReport> finish(const search::Tree& tree);
+
+ private:
+  Result<eval::EvalResult> evaluate_point(const TunePoint& p, bool seed, int64_t node);
+  store::Lesson lesson_of(const TunePoint& from, const TunePoint& n, const eval::EvalResult& r,
+                          const search::Measurement& before, const search::Measurement& m) const;
+  void join_ahead();
+  Status build_ahead(const TunePoint& parent, const TunePoint& now);
+  Status write_ahead(const std::vector<TunePoint>& points, std::vector<fs::path>& files);
+  std::optional<StopReason> over_budget() const { return ledger_.over_budget(false, hooks_.interrupted); }
+  void after(const search::Tree& t, int child);
+
+  const task::Task& task_;
+  const OptimizeHooks& hooks_;
+  const OptimizeOptions& o_;
+  RunLedger& ledger_;
+  store::RunStore& store_;
+  const std::string& seed_source_;
+  const TuneSpace& space_;
+  // The tree's nodes by id: their store ids and points; and the points tried, by description.
+  std::vector<int64_t> db_id_;
+  std::vector<TunePoint> point_;
+  std::set<std::string> tried_;
+  std::optional<Error> failure_;
+  std::optional<StopReason> machine_stop_;  // the GPU went away or is held: stop here
+  std::optional<std::pair<int64_t, TunePoint>> pending_;
+  // The compiles ahead in flight (build_ahead) and the points handed to them.
+  std::future<std::pair<int, double>> ahead_;
+  std::set<std::string> queued_;
+};
+
+// One point: its candidate file, stored, evaluated. The store's verdict is committed with
+// the node, so a kill after this returns loses nothing.
+Result<eval::EvalResult> Tuner::evaluate_point(const TunePoint& p, bool seed, int64_t node) {
+  const std::string source = seed ? seed_source_ : TuneSpace::apply(seed_source_, p);
+  KP_TRY(int64_t cand, store_.add_candidate(source, ""));
+  KP_TRY(auto file, ledger_.write_candidate(cand, {source, ""}));
+  KP_TRY(eval::EvalResult r, hooks_.evaluate(file.cu));
+  ledger_.count_evaluation();
+  ledger_.add_times(r);
+  const auto m = measurement_of(r);
+  if (node >= 0 && !eval::is_machine_outcome(r.outcome)) {
+    KP_TRY_STATUS(store_.record_evaluation(node,
+                                           {cand, eval::to_string(r.outcome), r.reason, m.seconds, m.joules,
+                                            r.speedup_vs_reference, hooks_.record ? hooks_.record(r) : "{}"},
+                                           m.ok, m.seconds, m.joules));
+  }
+  return r;
+}
+
+Result<std::optional<OptimizeReport>> Tuner::measure_seed() {
+  say(fmt::format("seed: {} ({} points in the tuning space)", TuneSpace::describe(space_.defaults()), space_.size()));
+  KP_TRY(eval::EvalResult r, evaluate_point(space_.defaults(), true, -1));
+  if (eval::is_machine_outcome(r.outcome))
+    return std::optional<OptimizeReport>(ledger_.stop_at_seed(stop_for(r.outcome)));
+  if (r.outcome != eval::Outcome::kOk)
+    return make_error(ErrorCode::kInvalidInput, fmt::format("the seed does not pass ({}: {}): fix it before tuning it",
+                                                            eval::to_string(r.outcome), r.reason));
+  KP_TRY(int64_t cand, store_.add_candidate(seed_source_, ""));
+  KP_TRY_STATUS(ledger_.record_root(task_, RunMode::kTuner, cand, TuneSpace::describe(space_.defaults()), r,
+                                    hooks_.record ? hooks_.record(r) : "{}"));
+  return std::optional<OptimizeReport>();
+}
+
+Result<search::Tree> Tuner::replay(const std::vector<store::NodeRow>& rows) {
+  return replay_tree(
+      rows, ledger_.reference(), o_.reward,
+      [](const std::string& kind) {
+        return search::edge_kind_from_string(kind) == search::EdgeKind::kRepair ? search::EdgeKind::kRepair
+                                                                                : search::EdgeKind::kTune;
+      },
+      [&](const store::NodeRow& r, int) {
+        db_id_.push_back(r.id);
+        point_.push_back(parse_point(r.direction));
+        tried_.insert(r.direction);
+        return ok_status();
+      });
+}
+
+// Compiling ahead: before `now` is evaluated, the points likely to come next are written and
+// handed to a thread that compiles them. The thread is joined before the next evaluation, so
+// nvcc never builds one source twice at once.
+void Tuner::join_ahead() {
+  if (!ahead_.valid()) return;
+  const auto [built, seconds] = ahead_.get();
+  ledger_.report().built_ahead += built;
+  ledger_.report().ahead_s += seconds;
+}
+
+Status Tuner::build_ahead(const TunePoint& parent, const TunePoint& now) {
+  join_ahead();
+  if (!hooks_.prebuild || o_.build_ahead <= 0) return ok_status();
+  std::vector<fs::path> files;
+  KP_TRY_STATUS(write_ahead(space_.neighbours(parent), files));
+  KP_TRY_STATUS(write_ahead(space_.neighbours(now), files));
+  if (files.empty()) return ok_status();
+  ahead_ = std::async(std::launch::async, [files, &hooks = hooks_]() {
+    const auto ta = Clock::now();
+    for (const auto& f : files) hooks.prebuild(f);
+    return std::make_pair(static_cast<int>(files.size()), std::chrono::duration<double>(Clock::now() - ta).count());
+  });
+  return ok_status();
+}
+
+// The candidate files of those of `points` neither tried nor queued yet, written and added to
+// `files` while it holds fewer than OptimizeOptions::build_ahead.
+Status Tuner::write_ahead(const std::vector<TunePoint>& points, std::vector<fs::path>& files) {
+  for (const TunePoint& p : points) {
+    if (static_cast<int>(files.size()) >= o_.build_ahead) break;
+    const std::string text = TuneSpace::describe(p);
+    if (tried_.count(text) || !queued_.insert(text).second) continue;
+    const std::string source = TuneSpace::apply(seed_source_, p);
+    KP_TRY(int64_t cand, store_.add_candidate(source, ""));
+    KP_TRY(auto written, ledger_.write_candidate(cand, {source, ""}));
+    files.push_back(written.cu);
+  }
+  return ok_status();
+}
+
+// The lesson of the change from `from` to `n`: what moved, and what it did to the time and the
+// energy.
+store::Lesson Tuner::lesson_of(const TunePoint& from, const TunePoint& n, const eval::EvalResult& r,
+                               const search::Measurement& before, const search::Measurement& m) const {
+  std::string moved;
+  for (const auto& [name, value] : n)
+    if (from.at(name) != value) moved = fmt::format("{} {} -> {}", name, from.at(name), value);
+  store::Lesson lesson{
+      task_.name,
+      task_.category,
+      "",
+      moved,
+      "tune",
+      eval::to_string(r.outcome),
+      0,
+      0,
+      m.ok ? fmt::format("{:.4g} ms -> {:.4g} ms", before.seconds * 1e3, m.seconds * 1e3) : r.reason.substr(0, 200)};
+  set_change_ratios(lesson, before, m);
+  return lesson;
+}
+
+std::optional<std::pair<search::Direction, search::Measurement>> Tuner::expand(const search::Tree& t,
+                                                                               const search::Expansion& e) {
+  const TunePoint& from = point_[static_cast<size_t>(e.parent)];
+  for (const TunePoint& n : space_.neighbours(from)) {
+    const std::string text = TuneSpace::describe(n);
+    if (!tried_.insert(text).second) continue;
+    auto node = store_.add_node({0, db_id_[static_cast<size_t>(e.parent)],
+                                 search::to_string(e.repair ? search::EdgeKind::kRepair : search::EdgeKind::kTune),
+                                 text, 0, false});
+    if (!node) {
+      failure_ = node.error();
+      return std::nullopt;
+    }
+    say(fmt::format("evaluating {} | {}", text, ledger_.status(t)));
+    if (Status s = build_ahead(from, n); !s) {
+      failure_ = s.error();
+      return std::nullopt;
+    }
+    auto r = evaluate_point(n, false, *node);
+    if (!r) {
+      failure_ = r.error();
+      return std::nullopt;
+    }
+    if (eval::is_machine_outcome(r->outcome)) {  // the machine's, not the point's: stop, resume later
+      say(fmt::format("{}: {} ({})", text, eval::to_string(r->outcome), r->reason));
+      machine_stop_ = stop_for(r->outcome);
+      return std::nullopt;
+    }
+    pending_ = {{*node, n}};
+    const auto m = measurement_of(*r);
+    if (auto l = store_.add_lesson(lesson_of(from, n, *r, *t.node(e.parent).measured, m)); !l) {
+      failure_ = l.error();
+      return std::nullopt;
+    }
+    say(measured_line(text, eval::to_string(r->outcome), m, t.node(0).measured->seconds, r->reason,
+                      ledger_.status(t, &m)));
+    return std::make_pair(search::Direction{search::EdgeKind::kTune, text}, m);
+  }
+  return std::nullopt;
+}
+
+// The child just recorded takes its store id and point; its parent's flags are stored.
+void Tuner::after(const search::Tree& t, int child) {
+  db_id_.push_back(pending_->first);
+  point_.push_back(pending_->second);
+  const search::Node& parent = t.node(t.node(child).parent);
+  if (auto s = store_.set_node_flags(db_id_[static_cast<size_t>(parent.id)], parent.closed, parent.exhausted); !s)
+    failure_ = s.error();
+}
+
+search::LoopHooks Tuner::loop_hooks() {
+  search::LoopHooks loop;
+  loop.stop = [this]() { return failure_.has_value() || machine_stop_.has_value() || over_budget().has_value(); };
+  loop.after = [this](const search::Tree& t, int child) { after(t, child); };
+  return loop;
+}
+
+Result<OptimizeReport> Tuner::finish(const search::Tree& tree) {
+  join_ahead();
+  if (failure_) return *failure_;
+
+  // The best, with its verdict.
+  const int best =
+      ledger_.settle(tree, machine_stop_ ? *machine_stop_ : over_budget().value_or(StopReason::kExhausted));
+  OptimizeReport& report = ledger_.report();
+  report.best_point = TuneSpace::describe(point_[static_cast<size_t>(best)]);
+  report.best_source = o_.run_dir / "best.cu";
+  const std::string best_text =
+      best == 0 ? seed_source_ : TuneSpace::apply(seed_source_, point_[static_cast<size_t>(best)]);
+  KP_TRY_STATUS(write_file(report.best_source.string(), best_text));
+  return ledger_.write_summary(task_, json::object());
+}
+
 }  // namespace
 
 Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks& hooks, const OptimizeOptions& o) {
   const auto t0 = Clock::now();
-  auto say = [&](const std::string& s) {
-    if (hooks.progress) hooks.progress(s);
-  };
   if (!task.seed_path)
     return make_error(
         ErrorCode::kInvalidInput,
@@ -92,186 +333,19 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
                                   "model; declare some (KP_TUNE(NAME, default, alternatives...)) or configure a model",
                                   task.seed_path->string()));
   KP_TRY(RunLedger ledger, RunLedger::open(task, o, RunMode::kTuner, t0));
-  store::RunStore& store = ledger.store();
-  KP_TRY(auto rows, store.nodes());
-
-  // One point: its candidate file, stored, evaluated. The store's verdict is committed with
-  // the node, so a kill after this returns loses nothing.
-  auto evaluate_point = [&](const TunePoint& p, bool seed, int64_t node) -> Result<eval::EvalResult> {
-    const std::string source = seed ? seed_source : TuneSpace::apply(seed_source, p);
-    KP_TRY(int64_t cand, store.add_candidate(source, ""));
-    KP_TRY(auto file, ledger.write_candidate(cand, {source, ""}));
-    KP_TRY(eval::EvalResult r, hooks.evaluate(file.cu));
-    ledger.count_evaluation();
-    ledger.add_times(r);
-    const auto m = measurement_of(r);
-    if (node >= 0 && !eval::is_machine_outcome(r.outcome)) {
-      KP_TRY_STATUS(store.record_evaluation(node,
-                                            {cand, eval::to_string(r.outcome), r.reason, m.seconds, m.joules,
-                                             r.speedup_vs_reference, hooks.record ? hooks.record(r) : "{}"},
-                                            m.ok, m.seconds, m.joules));
-    }
-    return r;
-  };
-
+  Tuner tuner(task, hooks, o, ledger, seed_source, space);
+  KP_TRY(auto rows, tuner.store().nodes());
   if (rows.empty()) {
-    say(fmt::format("seed: {} ({} points in the tuning space)", TuneSpace::describe(space.defaults()), space.size()));
-    KP_TRY(eval::EvalResult r, evaluate_point(space.defaults(), true, -1));
-    if (eval::is_machine_outcome(r.outcome)) return ledger.stop_at_seed(stop_for(r.outcome));
-    if (r.outcome != eval::Outcome::kOk)
-      return make_error(ErrorCode::kInvalidInput,
-                        fmt::format("the seed does not pass ({}: {}): fix it before tuning it",
-                                    eval::to_string(r.outcome), r.reason));
-    KP_TRY(int64_t cand, store.add_candidate(seed_source, ""));
-    KP_TRY_STATUS(ledger.record_root(task, RunMode::kTuner, cand, TuneSpace::describe(space.defaults()), r,
-                                     hooks.record ? hooks.record(r) : "{}"));
-    KP_TRY(rows, store.nodes());
+    KP_TRY(std::optional<OptimizeReport> stopped, tuner.measure_seed());
+    if (stopped) return std::move(*stopped);
+    KP_TRY(rows, tuner.store().nodes());
   }
-
-  // The tree, rebuilt from the store: measurements replayed in the order they were made.
-  std::vector<int64_t> db_id;
-  std::vector<TunePoint> point;
-  std::set<std::string> tried;
-  KP_TRY(search::Tree tree,
-         replay_tree(
-             rows, ledger.reference(), o.reward,
-             [](const std::string& kind) {
-               return search::edge_kind_from_string(kind) == search::EdgeKind::kRepair ? search::EdgeKind::kRepair
-                                                                                       : search::EdgeKind::kTune;
-             },
-             [&](const store::NodeRow& r, int) {
-               db_id.push_back(r.id);
-               point.push_back(parse_point(r.direction));
-               tried.insert(r.direction);
-               return ok_status();
-             }));
-  if (rows.size() > 1) say(fmt::format("resume: {} candidates measured before", tree.size()));
-
-  // The status of the progress lines: the best so far and the budget used. `just`: a
-  // measurement not in the tree yet.
-  auto status = [&](const search::Tree& t, const search::Measurement* just = nullptr) {
-    return ledger.status(t, just);
-  };
+  KP_TRY(search::Tree tree, tuner.replay(rows));
+  if (rows.size() > 1) tuner.say(fmt::format("resume: {} candidates measured before", tree.size()));
   KP_TRY(auto strategy, search::make_strategy(o.strategy, o.search));
-  std::optional<Error> failure;
-  std::optional<StopReason> machine_stop;  // the GPU went away or is held: stop here
-  std::optional<std::pair<int64_t, TunePoint>> pending;
-
-  // Compiling ahead: before `now` is evaluated, the points likely to come next are written and
-  // handed to a thread that compiles them. The thread is joined before the next evaluation, so
-  // nvcc never builds one source twice at once.
-  std::future<std::pair<int, double>> ahead;
-  std::set<std::string> queued;
-  auto join_ahead = [&]() {
-    if (!ahead.valid()) return;
-    const auto [built, seconds] = ahead.get();
-    ledger.report().built_ahead += built;
-    ledger.report().ahead_s += seconds;
-  };
-  auto build_ahead = [&](const TunePoint& parent, const TunePoint& now) -> Status {
-    join_ahead();
-    if (!hooks.prebuild || o.build_ahead <= 0) return ok_status();
-    std::vector<fs::path> files;
-    auto consider = [&](const std::vector<TunePoint>& points) -> Status {
-      for (const TunePoint& p : points) {
-        if (static_cast<int>(files.size()) >= o.build_ahead) break;
-        const std::string text = TuneSpace::describe(p);
-        if (tried.count(text) || !queued.insert(text).second) continue;
-        const std::string source = TuneSpace::apply(seed_source, p);
-        KP_TRY(int64_t cand, store.add_candidate(source, ""));
-        KP_TRY(auto written, ledger.write_candidate(cand, {source, ""}));
-        files.push_back(written.cu);
-      }
-      return ok_status();
-    };
-    KP_TRY_STATUS(consider(space.neighbours(parent)));
-    KP_TRY_STATUS(consider(space.neighbours(now)));
-    if (files.empty()) return ok_status();
-    ahead = std::async(std::launch::async, [files, &hooks]() {
-      const auto ta = Clock::now();
-      for (const auto& f : files) hooks.prebuild(f);
-      return std::make_pair(static_cast<int>(files.size()), std::chrono::duration<double>(Clock::now() - ta).count());
-    });
-    return ok_status();
-  };
-  auto expand = [&](const search::Tree& t,
-                    const search::Expansion& e) -> std::optional<std::pair<search::Direction, search::Measurement>> {
-    for (const TunePoint& n : space.neighbours(point[static_cast<size_t>(e.parent)])) {
-      const std::string text = TuneSpace::describe(n);
-      if (!tried.insert(text).second) continue;
-      auto node =
-          store.add_node({0, db_id[static_cast<size_t>(e.parent)],
-                          search::to_string(e.repair ? search::EdgeKind::kRepair : search::EdgeKind::kTune), text, 0,
-                          false});
-      if (!node) {
-        failure = node.error();
-        return std::nullopt;
-      }
-      say(fmt::format("evaluating {} | {}", text, status(t)));
-      if (Status s = build_ahead(point[static_cast<size_t>(e.parent)], n); !s) {
-        failure = s.error();
-        return std::nullopt;
-      }
-      auto r = evaluate_point(n, false, *node);
-      if (!r) {
-        failure = r.error();
-        return std::nullopt;
-      }
-      if (eval::is_machine_outcome(r->outcome)) {  // the machine's, not the point's: stop, resume later
-        say(fmt::format("{}: {} ({})", text, eval::to_string(r->outcome), r->reason));
-        machine_stop = stop_for(r->outcome);
-        return std::nullopt;
-      }
-      pending = {{*node, n}};
-      const auto m = measurement_of(*r);
-      // The lesson of this change: what moved, and what it did to the time and the energy.
-      const search::Measurement& before = *t.node(e.parent).measured;
-      std::string moved;
-      for (const auto& [name, value] : n)
-        if (point[static_cast<size_t>(e.parent)].at(name) != value)
-          moved = fmt::format("{} {} -> {}", name, point[static_cast<size_t>(e.parent)].at(name), value);
-      store::Lesson lesson{task.name,
-                           task.category,
-                           "",
-                           moved,
-                           "tune",
-                           eval::to_string(r->outcome),
-                           0,
-                           0,
-                           m.ok ? fmt::format("{:.4g} ms -> {:.4g} ms", before.seconds * 1e3, m.seconds * 1e3)
-                                : r->reason.substr(0, 200)};
-      set_change_ratios(lesson, before, m);
-      if (auto l = store.add_lesson(lesson); !l) {
-        failure = l.error();
-        return std::nullopt;
-      }
-      say(measured_line(text, eval::to_string(r->outcome), m, t.node(0).measured->seconds, r->reason, status(t, &m)));
-      return std::make_pair(search::Direction{search::EdgeKind::kTune, text}, m);
-    }
-    return std::nullopt;
-  };
-  search::LoopHooks loop;
-  auto over_budget = [&]() { return ledger.over_budget(false, hooks.interrupted); };
-  loop.stop = [&]() { return failure.has_value() || machine_stop.has_value() || over_budget().has_value(); };
-  loop.after = [&](const search::Tree& t, int child) {
-    db_id.push_back(pending->first);
-    point.push_back(pending->second);
-    const search::Node& parent = t.node(t.node(child).parent);
-    if (auto s = store.set_node_flags(db_id[static_cast<size_t>(parent.id)], parent.closed, parent.exhausted); !s)
-      failure = s.error();
-  };
-  search::run_search(*strategy, tree, expand, o.max_evaluations, o.search, loop);
-  join_ahead();
-  if (failure) return *failure;
-
-  // The best, with its verdict.
-  const int best = ledger.settle(tree, machine_stop ? *machine_stop : over_budget().value_or(StopReason::kExhausted));
-  OptimizeReport& report = ledger.report();
-  report.best_point = TuneSpace::describe(point[static_cast<size_t>(best)]);
-  report.best_source = o.run_dir / "best.cu";
-  const std::string best_text =
-      best == 0 ? seed_source : TuneSpace::apply(seed_source, point[static_cast<size_t>(best)]);
-  KP_TRY_STATUS(write_file(report.best_source.string(), best_text));
-  return ledger.write_summary(task, json::object());
+  search::run_search(
+      *strategy, tree, [&](const search::Tree& t, const search::Expansion& e) { return tuner.expand(t, e); },
+      o.max_evaluations, o.search, tuner.loop_hooks());
+  return tuner.finish(tree);
 }
 }  // namespace kp::driver

@@ -132,77 +132,65 @@ eval::EvaluatorOptions evaluator_options_for_profile(const ProfileSessionOptions
   return evaluator_options;
 }
 
-Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidate, const fs::path& library_source,
-                                const ProfileSessionOptions& options, const ProgressFn& progress, const ProfileOn& on) {
-  auto say = [&](const std::string& s) {
-    if (progress) progress(s);
-  };
-  ProfilePage page;
-  const std::vector<std::string> metrics = stage1_request(options);
-  std::unique_ptr<eval::Evaluator> own;
-  if (!on.evaluator) own = std::make_unique<eval::Evaluator>(evaluator_options_for_profile(options));
-  eval::Evaluator& evaluator = on.evaluator ? *on.evaluator : *own;
-  say(on.verdict ? "the verdict (build, correctness, timing)" : "evaluating (build, correctness, timing)");
-  auto t0 = Clock::now();
-  if (on.verdict) {
-    KP_TRY(page.eval, on.verdict());
-  } else {
-    KP_TRY(page.eval, evaluator.evaluate(task, candidate, library_source));
-  }
-  page.seconds["eval"] = since(t0);
-  const bool not_run = page.eval.outcome == eval::Outcome::kNotRun;
-  if (page.eval.outcome != eval::Outcome::kOk && !not_run) return page;
+namespace {
 
-  // The evaluation has just shown this build correct on this worker: the profile requests skip
-  // their own correctness trial.
-  profile::ProfilerOptions profiler_options = options.profiler;
-  profiler_options.check = false;
-  profile::Profiler profiler(profiler_options, evaluator.worker());
-  const eval::DeviceInfo dev = page.eval.device.value_or(eval::DeviceInfo{});
+void say(const ProgressFn& progress, const std::string& s) {
+  if (progress) progress(s);
+}
 
-  // Instruction level: no GPU needed, the built object and ptxas' report; without a GPU it is
-  // the whole page. cuobjdump runs on the CPU alongside the counters (it took 1.1 s of each
-  // candidate's analysis on the H100, bench/results/h100-2026-12-06-throughput), and its page
-  // part is joined in before the page is returned, whichever way it returns.
-  std::future<Result<std::vector<profile::KernelSass>>> sass;
-  Clock::time_point sass_t0;
+// The candidate's SASS, disassembled on the CPU alongside the counters.
+struct SassJob {
+  std::future<Result<std::vector<profile::KernelSass>>> result;  // not valid when none was started
+  Clock::time_point t0;
+};
+
+// Instruction level: no GPU needed, the built object and ptxas' report; without a GPU it is
+// the whole page. cuobjdump runs on the CPU alongside the counters (it took 1.1 s of each
+// candidate's analysis on the H100, bench/results/h100-2026-12-06-throughput), and its page
+// part is joined in (join_sass) before the page is returned, whichever way it returns.
+SassJob start_sass(ProfilePage& page, profile::Profiler& profiler, const eval::DeviceInfo& dev,
+                   const ProfileSessionOptions& options, const ProgressFn& progress) {
+  SassJob job;
   if (options.sass && page.eval.candidate_build && page.eval.candidate_build->ok) {
-    say("stage 1: SASS of the candidate (cuobjdump, alongside the counters)");
+    say(progress, "stage 1: SASS of the candidate (cuobjdump, alongside the counters)");
     int major = dev.cc_major, minor = dev.cc_minor;
     const auto& kernels = page.eval.candidate_build->resources.kernels;
     if (major == 0 && !kernels.empty()) arch_numbers(kernels.front().arch, &major, &minor);
-    sass_t0 = Clock::now();
-    sass = std::async(std::launch::async, [&profiler, &build = *page.eval.candidate_build, major, minor] {
+    job.t0 = Clock::now();
+    job.result = std::async(std::launch::async, [&profiler, &build = *page.eval.candidate_build, major, minor] {
       return profiler.sass(build.artifact, build.resources, major, minor);
     });
   } else if (options.sass) {
     page.notes.push_back("SASS: the candidate was built inside the worker (load_inline); use the fast form (.py + .cu) "
                          "for its SASS and ptxas report");
   }
-  // Every return with the page joins the SASS first; an error return leaves the future's
-  // destructor to wait for it.
-  auto with_sass = [&]() -> ProfilePage& {
-    if (sass.valid()) {
-      auto waited = Clock::now();
-      auto s = sass.get();
-      page.seconds["sass"] = since(sass_t0);
-      page.seconds["sass_wait"] = since(waited);  // what the SASS added to the page's wall time
-      if (s.ok()) page.sass = std::move(*s);
-      else page.notes.push_back("SASS: " + s.error().message);
-    }
-    return page;
-  };
-  if (not_run) return std::move(with_sass());
-  if (options.ceilings_for) page.ceilings = options.ceilings_for(dev, &page.ceilings_warning);
-  profile::ProfileTarget target = target_of(task, page.eval, options);
+  return job;
+}
 
-  // Kernel level.
+// Every return with the page joins the SASS first; an error return leaves the future's
+// destructor to wait for it.
+ProfilePage& join_sass(ProfilePage& page, SassJob& sass) {
+  if (sass.result.valid()) {
+    auto waited = Clock::now();
+    auto s = sass.result.get();
+    page.seconds["sass"] = since(sass.t0);
+    page.seconds["sass_wait"] = since(waited);  // what the SASS added to the page's wall time
+    if (s.ok()) page.sass = std::move(*s);
+    else page.notes.push_back("SASS: " + s.error().message);
+  }
+  return page;
+}
+
+// Kernel level: the stage-1 counters (with every analysis tool's when asked) into the page.
+Status collect_counters(ProfilePage& page, profile::Profiler& profiler, const profile::ProfileTarget& target,
+                        const std::vector<std::string>& metrics, const ProfileSessionOptions& options,
+                        const ProgressFn& progress) {
   if (options.ahead_metrics.empty())
-    say(fmt::format("stage 1: {} counters ({})", metrics.size(), profile::to_string(options.collector)));
+    say(progress, fmt::format("stage 1: {} counters ({})", metrics.size(), profile::to_string(options.collector)));
   else
-    say(fmt::format("stage 1: {} counters with every analysis tool's, in one collection ({})", metrics.size(),
-                    profile::to_string(options.collector)));
-  t0 = Clock::now();
+    say(progress, fmt::format("stage 1: {} counters with every analysis tool's, in one collection ({})",
+                              metrics.size(), profile::to_string(options.collector)));
+  const auto t0 = Clock::now();
   auto counters = profiler.counters(target, metrics, options.collector);
   if (!counters.ok() && !options.ahead_metrics.empty()) {
     // The longer list is an optimisation: stage 1 alone, and stage 2 collects what it needs.
@@ -224,74 +212,122 @@ Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidat
         "counters: the call launched {} kernels; the first {} were profiled (as many as the session holds), so the "
         "counters are a sample: rates and shares hold, call totals (bytes, FLOP) do not",
         page.counters->kernels.size() + page.counters->unprofiled_launches, page.counters->kernels.size()));
+  return ok_status();
+}
 
-  // System level, in a process of its own (one CUPTI subscriber per process).
+// System level, in a process of its own (one CUPTI subscriber per process).
+void take_trace(ProfilePage& page, profile::Profiler& profiler, const profile::ProfileTarget& target,
+                const ProfileSessionOptions& options, const ProgressFn& progress) {
   const std::string explained =
       options.trace && options.trace_unless_explained ? counters_explain_call(*page.counters, page.eval.time.median) : "";
   if (!explained.empty()) {
     page.notes.push_back("trace: not taken, " + explained);
   } else if (options.trace) {
-    say(fmt::format("stage 1: system trace of {} calls (libkp_trace.so)", options.profiler.trace_calls));
-    t0 = Clock::now();
+    say(progress, fmt::format("stage 1: system trace of {} calls (libkp_trace.so)", options.profiler.trace_calls));
+    const auto t0 = Clock::now();
     auto tr = profiler.trace(target);
     page.seconds["trace"] = since(t0);
     if (tr.ok()) page.trace = std::move(*tr);
     else page.notes.push_back("trace: " + tr.error().message);
   }
+}
+
+// Stage 2: the metrics the chosen tools (or the class's families) add, in one more collection,
+// and the class again. Errors only for an unknown family.
+Status collect_stage2(ProfilePage& page, profile::Profiler& profiler, const profile::ProfileTarget& target,
+                      const ProfileSessionOptions& options, const ProgressFn& progress) {
+  std::vector<std::string> extra;
+  std::string what;
+  if (options.stage2_metrics) {
+    for (const auto& m : options.stage2_metrics(page))
+      if (std::find(page.counters->metrics.begin(), page.counters->metrics.end(), m) == page.counters->metrics.end())
+        extra = profile::merge_metric_lists(extra, {m});
+    what = "the chosen tools";
+  } else {
+    page.stage2_families = options.families.empty() ? analysis::stage2_families_for(*page.roofline) : options.families;
+    for (const auto& f : page.stage2_families) {
+      const auto& list = profile::stage2_metrics(f);
+      if (list.empty()) return make_error(ErrorCode::kInvalidInput, fmt::format("unknown stage-2 family \"{}\" (memory, latency, compute, shared)", f));
+      extra = profile::merge_metric_lists(extra, list);
+    }
+    what = fmt::format("{}", fmt::join(page.stage2_families, ", "));
+  }
+  if (extra.empty()) return ok_status();
+  say(progress, fmt::format("stage 2: {} counters for {}", extra.size(), what));
+  const auto t0 = Clock::now();
+  auto more = profiler.counters(target, extra, options.collector);
+  page.seconds["stage2"] = since(t0);
+  if (more.ok()) {
+    for (size_t k = 0; k < page.counters->kernels.size() && k < more->kernels.size(); ++k)
+      for (const auto& [m, v] : more->kernels[k].values) page.counters->kernels[k].values[m] = v;
+    page.counters->metrics = profile::merge_metric_lists(page.counters->metrics, extra);
+    classify_into(page);
+  } else {
+    page.notes.push_back(fmt::format("stage 2 ({}): {}", what, more.error().message));
+    page.stage2_families.clear();
+  }
+  return ok_status();
+}
+
+void compare_with_ncu(ProfilePage& page, profile::Profiler& profiler, const profile::ProfileTarget& target,
+                      const ProfileSessionOptions& options, const ProgressFn& progress) {
+  say(progress, "checking the in-process counters against ncu");
+  const auto t0 = Clock::now();
+  // Like for like: kernel replay in process leaves L2 as the previous pass (and CUPTI's memory
+  // restore) left it, so ncu runs without its cache flush here.
+  profile::NcuOptions like = options.profiler.ncu;
+  like.cache_control = profile::NcuOptions::CacheControl::kNone;
+  auto ncu = profiler.counters(target, page.counters->metrics, profile::Collector::kNcu, &like);
+  page.seconds["ncu"] = since(t0);
+  if (ncu.ok()) {
+    page.agreement = compare_collectors(*page.counters, *ncu);
+    page.ncu_counters = std::move(*ncu);
+  } else {
+    page.notes.push_back("ncu comparison: " + ncu.error().message);
+  }
+}
+
+}  // namespace
+
+Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidate, const fs::path& library_source,
+                                const ProfileSessionOptions& options, const ProgressFn& progress, const ProfileOn& on) {
+  ProfilePage page;
+  const std::vector<std::string> metrics = stage1_request(options);
+  std::unique_ptr<eval::Evaluator> own;
+  if (!on.evaluator) own = std::make_unique<eval::Evaluator>(evaluator_options_for_profile(options));
+  eval::Evaluator& evaluator = on.evaluator ? *on.evaluator : *own;
+  say(progress, on.verdict ? "the verdict (build, correctness, timing)" : "evaluating (build, correctness, timing)");
+  auto t0 = Clock::now();
+  if (on.verdict) {
+    KP_TRY(page.eval, on.verdict());
+  } else {
+    KP_TRY(page.eval, evaluator.evaluate(task, candidate, library_source));
+  }
+  page.seconds["eval"] = since(t0);
+  const bool not_run = page.eval.outcome == eval::Outcome::kNotRun;
+  if (page.eval.outcome != eval::Outcome::kOk && !not_run) return page;
+
+  // The evaluation has just shown this build correct on this worker: the profile requests skip
+  // their own correctness trial.
+  profile::ProfilerOptions profiler_options = options.profiler;
+  profiler_options.check = false;
+  profile::Profiler profiler(profiler_options, evaluator.worker());
+  const eval::DeviceInfo dev = page.eval.device.value_or(eval::DeviceInfo{});
+
+  SassJob sass = start_sass(page, profiler, dev, options, progress);
+  if (not_run) return std::move(join_sass(page, sass));
+  if (options.ceilings_for) page.ceilings = options.ceilings_for(dev, &page.ceilings_warning);
+  profile::ProfileTarget target = target_of(task, page.eval, options);
+
+  KP_TRY_STATUS(collect_counters(page, profiler, target, metrics, options, progress));
+  take_trace(page, profiler, target, options, progress);
   fill_launch_shapes(page);
   classify_into(page);
 
-  if (options.stage >= 2) {
-    std::vector<std::string> extra;
-    std::string what;
-    if (options.stage2_metrics) {
-      for (const auto& m : options.stage2_metrics(page))
-        if (std::find(page.counters->metrics.begin(), page.counters->metrics.end(), m) == page.counters->metrics.end())
-          extra = profile::merge_metric_lists(extra, {m});
-      what = "the chosen tools";
-    } else {
-      page.stage2_families = options.families.empty() ? analysis::stage2_families_for(*page.roofline) : options.families;
-      for (const auto& f : page.stage2_families) {
-        const auto& list = profile::stage2_metrics(f);
-        if (list.empty()) return make_error(ErrorCode::kInvalidInput, fmt::format("unknown stage-2 family \"{}\" (memory, latency, compute, shared)", f));
-        extra = profile::merge_metric_lists(extra, list);
-      }
-      what = fmt::format("{}", fmt::join(page.stage2_families, ", "));
-    }
-    if (!extra.empty()) {
-      say(fmt::format("stage 2: {} counters for {}", extra.size(), what));
-      t0 = Clock::now();
-      auto more = profiler.counters(target, extra, options.collector);
-      page.seconds["stage2"] = since(t0);
-      if (more.ok()) {
-        for (size_t k = 0; k < page.counters->kernels.size() && k < more->kernels.size(); ++k)
-          for (const auto& [m, v] : more->kernels[k].values) page.counters->kernels[k].values[m] = v;
-        page.counters->metrics = profile::merge_metric_lists(page.counters->metrics, extra);
-        classify_into(page);
-      } else {
-        page.notes.push_back(fmt::format("stage 2 ({}): {}", what, more.error().message));
-        page.stage2_families.clear();
-      }
-    }
-  }
-
-  if (options.compare_ncu && options.collector != profile::Collector::kNcu) {
-    say("checking the in-process counters against ncu");
-    t0 = Clock::now();
-    // Like for like: kernel replay in process leaves L2 as the previous pass (and CUPTI's memory
-    // restore) left it, so ncu runs without its cache flush here.
-    profile::NcuOptions like = options.profiler.ncu;
-    like.cache_control = profile::NcuOptions::CacheControl::kNone;
-    auto ncu = profiler.counters(target, page.counters->metrics, profile::Collector::kNcu, &like);
-    page.seconds["ncu"] = since(t0);
-    if (ncu.ok()) {
-      page.agreement = compare_collectors(*page.counters, *ncu);
-      page.ncu_counters = std::move(*ncu);
-    } else {
-      page.notes.push_back("ncu comparison: " + ncu.error().message);
-    }
-  }
-  return std::move(with_sass());
+  if (options.stage >= 2) KP_TRY_STATUS(collect_stage2(page, profiler, target, options, progress));
+  if (options.compare_ncu && options.collector != profile::Collector::kNcu)
+    compare_with_ncu(page, profiler, target, options, progress);
+  return std::move(join_sass(page, sass));
 }
 
 }  // namespace kp::driver
