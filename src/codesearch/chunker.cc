@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 #include "util/strings.h"
 
@@ -33,93 +34,96 @@ struct Lexed {
   std::vector<std::string_view> lines;
 };
 
-Lexed lex(std::string_view s) {
+// lex's walk over the text: where it is, and what it has found so far.
+struct Lexer {
+  std::string_view s;
   Lexed x;
-  size_t start = 0;
-  for (size_t i = 0; i <= s.size(); ++i)
-    if (i == s.size() || s[i] == '\n') {
-      x.lines.push_back(s.substr(start, i - start));
-      start = i + 1;
-    }
-  const size_t n_lines = x.lines.size();
-  x.comment_only.assign(n_lines, false);
-  x.blank.assign(n_lines, false);
-  x.preprocessor.assign(n_lines, false);
-  std::vector<bool> has_code(n_lines, false), has_comment(n_lines, false);
-
+  std::vector<bool> has_code, has_comment;  // by line
   int line = 0;
   bool namespace_pending = false;  // "namespace" (or extern "C") seen: its next { is a namespace's
   std::vector<bool> open_ns;       // the braces open, whether each is a namespace's
   bool line_start = true;          // only spaces so far on this line
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (c == '\n') {
-      ++line;
-      line_start = true;
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\r') continue;
-    if (c == '/' && i + 1 < s.size() && s[i + 1] == '/') {
-      has_comment[static_cast<size_t>(line)] = true;
-      while (i < s.size() && s[i] != '\n') ++i;
-      --i;
-      continue;
-    }
-    if (c == '/' && i + 1 < s.size() && s[i + 1] == '*') {
-      has_comment[static_cast<size_t>(line)] = true;
-      i += 2;
-      while (i + 1 < s.size() && !(s[i] == '*' && s[i + 1] == '/')) {
-        if (s[i] == '\n') {
-          ++line;
-          has_comment[static_cast<size_t>(line)] = true;
-        }
-        ++i;
+
+  void split_lines() {
+    size_t start = 0;
+    for (size_t i = 0; i <= s.size(); ++i)
+      if (i == s.size() || s[i] == '\n') {
+        x.lines.push_back(s.substr(start, i - start));
+        start = i + 1;
+      }
+    const size_t n_lines = x.lines.size();
+    x.comment_only.assign(n_lines, false);
+    x.blank.assign(n_lines, false);
+    x.preprocessor.assign(n_lines, false);
+    has_code.assign(n_lines, false);
+    has_comment.assign(n_lines, false);
+  }
+
+  // The skip_ and read_ steps below start with i on a token's first character and leave it on
+  // the token's last, for lex's ++i to step past.
+  void skip_line_comment(size_t& i) {
+    has_comment[static_cast<size_t>(line)] = true;
+    while (i < s.size() && s[i] != '\n') ++i;
+    --i;
+  }
+
+  void skip_block_comment(size_t& i) {
+    has_comment[static_cast<size_t>(line)] = true;
+    i += 2;
+    while (i + 1 < s.size() && !(s[i] == '*' && s[i + 1] == '/')) {
+      if (s[i] == '\n') {
+        ++line;
+        has_comment[static_cast<size_t>(line)] = true;
       }
       ++i;
-      continue;
     }
-    if (c == '#' && line_start) {
-      // A directive, with its continuation lines: not code the splitter looks at.
-      while (i < s.size() && s[i] != '\n') {
-        if (s[i] == '\\' && i + 1 < s.size() && s[i + 1] == '\n') {
-          x.preprocessor[static_cast<size_t>(line)] = true;
-          ++line;
-          i += 2;
-          continue;
-        }
-        ++i;
+    ++i;
+  }
+
+  // A directive, with its continuation lines: not code the splitter looks at.
+  void skip_directive(size_t& i) {
+    while (i < s.size() && s[i] != '\n') {
+      if (s[i] == '\\' && i + 1 < s.size() && s[i + 1] == '\n') {
+        x.preprocessor[static_cast<size_t>(line)] = true;
+        ++line;
+        i += 2;
+        continue;
       }
-      x.preprocessor[static_cast<size_t>(line)] = true;
-      --i;
-      continue;
-    }
-    line_start = false;
-    has_code[static_cast<size_t>(line)] = true;
-    if (c == '"' || c == '\'') {
-      // R"delim( ... )delim" raw strings are rare in headers; a plain string or char literal.
-      const char q = c;
       ++i;
-      while (i < s.size() && s[i] != q && s[i] != '\n') {
-        if (s[i] == '\\') ++i;
-        ++i;
-      }
-      continue;
     }
-    if (ident_start(c)) {
-      size_t j = i;
-      while (j < s.size() && ident_char(s[j])) ++j;
-      std::string_view w = s.substr(i, j - i);
-      if (w == "namespace") namespace_pending = true;
-      if (w == "extern" && s.substr(j).starts_with(" \"C\"")) namespace_pending = true;
-      x.events.push_back({Event::kIdent, line, false, w});
-      i = j - 1;
-      continue;
+    x.preprocessor[static_cast<size_t>(line)] = true;
+    --i;
+  }
+
+  // R"delim( ... )delim" raw strings are rare in headers; a plain string or char literal.
+  void skip_literal(size_t& i) {
+    const char q = s[i];
+    ++i;
+    while (i < s.size() && s[i] != q && s[i] != '\n') {
+      if (s[i] == '\\') ++i;
+      ++i;
     }
-    if (std::isdigit(static_cast<unsigned char>(c))) {
-      while (i + 1 < s.size() && (ident_char(s[i + 1]) || s[i + 1] == '.' || s[i + 1] == '\'')) ++i;
-      continue;
-    }
-    switch (c) {
+  }
+
+  void read_identifier(size_t& i) {
+    size_t j = i;
+    while (j < s.size() && ident_char(s[j])) ++j;
+    std::string_view w = s.substr(i, j - i);
+    if (w == "namespace") namespace_pending = true;
+    if (w == "extern" && s.substr(j).starts_with(" \"C\"")) namespace_pending = true;
+    x.events.push_back({Event::kIdent, line, false, w});
+    i = j - 1;
+  }
+
+  void skip_number(size_t& i) {
+    while (i + 1 < s.size() && (ident_char(s[i + 1]) || s[i + 1] == '.' || s[i + 1] == '\'')) ++i;
+  }
+
+  void add(Event::Kind kind) { x.events.push_back({kind, line, false, {}}); }
+
+  // Braces, parentheses, semicolons, and the <, >, :, = that are not part of a longer operator.
+  void read_punctuation(size_t& i) {
+    switch (s[i]) {
       case '{':
         open_ns.push_back(namespace_pending);
         x.events.push_back({Event::kOpen, line, namespace_pending, {}});
@@ -133,15 +137,15 @@ Lexed lex(std::string_view s) {
       }
       case ';':
         namespace_pending = false;  // namespace x = y;
-        x.events.push_back({Event::kSemi, line, false, {}});
+        add(Event::kSemi);
         break;
-      case '(': x.events.push_back({Event::kParen, line, false, {}}); break;
-      case ')': x.events.push_back({Event::kCloseParen, line, false, {}}); break;
+      case '(': add(Event::kParen); break;
+      case ')': add(Event::kCloseParen); break;
       case '<':
         if (i + 1 < s.size() && (s[i + 1] == '<' || s[i + 1] == '=')) {
           ++i;  // a shift or a comparison
         } else {
-          x.events.push_back({Event::kLess, line, false, {}});
+          add(Event::kLess);
         }
         break;
       case '>':
@@ -150,30 +154,72 @@ Lexed lex(std::string_view s) {
           ++i;
           break;
         }
-        x.events.push_back({Event::kGreater, line, false, {}});
+        add(Event::kGreater);
         break;
       case ':':
         if (i + 1 < s.size() && s[i + 1] == ':') {
           ++i;  // scope resolution
         } else {
-          x.events.push_back({Event::kColon, line, false, {}});
+          add(Event::kColon);
         }
         break;
       case '=':
         if (i + 1 < s.size() && s[i + 1] == '=') {
           ++i;
         } else {
-          x.events.push_back({Event::kAssign, line, false, {}});
+          add(Event::kAssign);
         }
         break;
       default: break;
     }
   }
-  for (size_t l = 0; l < n_lines; ++l) {
-    x.blank[l] = !has_code[l] && !has_comment[l] && !x.preprocessor[l];
-    x.comment_only[l] = has_comment[l] && !has_code[l] && !x.preprocessor[l];
+
+  void classify_lines() {
+    for (size_t l = 0; l < x.lines.size(); ++l) {
+      x.blank[l] = !has_code[l] && !has_comment[l] && !x.preprocessor[l];
+      x.comment_only[l] = has_comment[l] && !has_code[l] && !x.preprocessor[l];
+    }
   }
-  return x;
+};
+
+Lexed lex(std::string_view s) {
+  Lexer lx;
+  lx.s = s;
+  lx.split_lines();
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '\n') {
+      ++lx.line;
+      lx.line_start = true;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') continue;
+    if (c == '/' && i + 1 < s.size() && s[i + 1] == '/') {
+      lx.skip_line_comment(i);
+      continue;
+    }
+    if (c == '/' && i + 1 < s.size() && s[i + 1] == '*') {
+      lx.skip_block_comment(i);
+      continue;
+    }
+    if (c == '#' && lx.line_start) {
+      lx.skip_directive(i);
+      continue;
+    }
+    lx.line_start = false;
+    lx.has_code[static_cast<size_t>(lx.line)] = true;
+    if (c == '"' || c == '\'') {
+      lx.skip_literal(i);
+    } else if (ident_start(c)) {
+      lx.read_identifier(i);
+    } else if (std::isdigit(static_cast<unsigned char>(c))) {
+      lx.skip_number(i);
+    } else {
+      lx.read_punctuation(i);
+    }
+  }
+  lx.classify_lines();
+  return std::move(lx.x);
 }
 
 // A statement at the splitter's depth: its events [first, last] and its lines.

@@ -119,6 +119,32 @@ std::string summarize(const std::string& tool, const json& j, int code) {
   return s;
 }
 
+// What a run's store says of it, added to `result`: its candidates, best time and speedup, and
+// with `history` its tree, diagnosis and lessons. Nothing when it has no store (yet).
+void add_run_progress(json& result, const fs::path& run_dir, bool history) {
+  if (!fs::exists(run_dir / "store.db")) return;
+  auto p = report::read_run(run_dir, run_dir.filename().string(), "native", 0);
+  if (!p.ok()) return;
+  result["candidates"] = p->candidates;
+  result["best_s"] = p->best_s;
+  result["speedup"] = p->speedup;
+  if (!history) return;
+  json tree = json::array();
+  for (const auto& t : p->tree)
+    tree.push_back({{"id", t.id}, {"parent", t.parent}, {"outcome", t.outcome}, {"seconds", t.seconds},
+                    {"direction", t.direction}, {"best_path", t.on_best_path}});
+  result["tree"] = tree;
+  result["diagnosis"] = p->diagnosis;
+  auto s = store::RunStore::open(run_dir / "store.db", store::RunStore::Access::kReader);
+  json lessons = json::array();
+  if (s.ok())
+    if (auto ls = s->lessons_in_order(); ls.ok())
+      for (const auto& l : *ls)
+        lessons.push_back({{"direction", l.direction}, {"outcome", l.outcome}, {"time_ratio", l.time_ratio},
+                           {"evidence", l.evidence}});
+  result["lessons"] = lessons;
+}
+
 }  // namespace
 
 json Server::tool_list() {
@@ -424,200 +450,196 @@ Result<Server::ChildRun> Server::run_kernelpro(const std::shared_ptr<Call>& call
 Result<json> Server::run_tool(const std::shared_ptr<Call>& call) {
   const json& a = call->args;
   const std::string& tool = call->tool;
-  // The tools on a task and a candidate: build, evaluate, profile, analyze.
-  if (tool == "build" || tool == "evaluate" || tool == "profile" || tool == "analyze") {
-    KP_TRY(fs::path task, allowed_path(a["task"], "task"));
-    const bool kb = task.extension() == ".py";
-    KP_TRY(fs::path cand, candidate_file(a, "candidate_path", "candidate_source", kb ? ".py" : ".cu"));
-    KP_TRY(fs::path cu, candidate_file(a, "cu_path", "cu_source", ".cu"));
-    const std::string sub = tool == "evaluate" ? "eval" : tool;
-    std::vector<std::string> args = {sub, task.string()};
-    if (!cand.empty()) args.push_back(cand.string());
-    if (!cu.empty()) args.insert(args.end(), {"--cu", cu.string()});
-    if (a.contains("seed")) args.insert(args.end(), {"--seed", std::to_string(a["seed"].get<int64_t>())});
-    if (a.contains("stage")) args.insert(args.end(), {"--stage", std::to_string(a["stage"].get<int64_t>())});
-    if (a.contains("tools")) args.insert(args.end(), {"--tool", join(a["tools"].get<std::vector<std::string>>(), ",")});
-    args.push_back("--json");
-    std::unique_lock<std::mutex> gpu(gpu_mu_, std::defer_lock);
-    if (tool != "build") gpu.lock();  // one GPU request at a time
-    KP_TRY(ChildRun r, run_kernelpro(call, args, tool == "build" ? "building" : tool + " on the GPU"));
-    json j = json::parse(r.out, nullptr, false);
-    if (j.is_discarded()) j = json::object();
-    j["exit_code"] = r.exit_code;
-    j["meaning"] = exit_meaning(r.exit_code);
-    std::string text = summarize(tool, j, r.exit_code);
-    if (tool == "build" && j.contains("diagnostics"))
-      for (const auto& d : j["diagnostics"]) text += "\n" + d.value("message", d.dump());
-    if (tool == "analyze" && j.contains("findings"))
-      for (const auto& f : j["findings"])
-        text += fmt::format("\n- {}: {}", f.value("tool", ""), f.value("text", f.value("summary", "")));
-    const std::string err_tail(trim(tail_lines(r.err, 5)));
-    if (r.exit_code == 2 || r.exit_code >= 4) text += "\n" + err_tail;
-    return tool_result(text, j, r.exit_code == 2 || r.exit_code >= 4);
-  }
-  if (tool == "search_code") {
-    std::vector<std::string> args = {"cutlass", "search", a["query"], "--json"};
-    if (a.contains("limit")) args.insert(args.end(), {"--limit", std::to_string(a["limit"].get<int64_t>())});
-    KP_TRY(ChildRun r, run_kernelpro(call, args, "searching"));
-    json hits = json::parse(r.out, nullptr, false);
-    if (r.exit_code != 0 || !hits.is_array())
-      return tool_result(fmt::format("search_code: {}", std::string(trim(tail_lines(r.err, 5)))),
-                         json{{"exit_code", r.exit_code}}, true);
-    std::string text;
-    for (const auto& h : hits)
-      text += fmt::format("{}:{}-{} {}\n{}\n", h.value("path", ""), h.value("start_line", 0), h.value("end_line", 0),
-                          h.value("name", ""), h.value("snippet", ""));
-    return tool_result(text.empty() ? "no hit" : text, json{{"hits", hits}}, false);
-  }
-  if (tool == "read_code") {
-    const std::string range =
-        fmt::format("{}:{}-{}", a["path"].get<std::string>(), a["start"].get<int64_t>(), a["end"].get<int64_t>());
-    KP_TRY(ChildRun r, run_kernelpro(call, {"cutlass", "show", range}, "reading"));
-    if (r.exit_code != 0)
-      return tool_result(fmt::format("read_code: {}", std::string(trim(tail_lines(r.err, 5)))),
-                         json{{"exit_code", r.exit_code}}, true);
-    return tool_result(r.out, json{{"path", a["path"]}, {"start", a["start"]}, {"end", a["end"]}, {"text", r.out}},
-                       false);
-  }
-  if (tool == "list_tasks") {
-    fs::path folder = options_.examples_dir;
-    if (a.contains("folder")) {
-      KP_TRY(folder, allowed_path(a["folder"], "folder"));
-    }
-    std::vector<int> levels = {1, 2, 3};
-    if (a.contains("levels")) {
-      levels.clear();
-      for (const auto& l : a["levels"]) {
-        try {
-          levels.push_back(std::stoi(l.get<std::string>()));
-        } catch (const std::exception&) {
-          return make_error(ErrorCode::kInvalidInput, fmt::format("level '{}' is not a number", l.get<std::string>()));
-        }
-      }
-    }
-    KP_TRY(auto problems, driver::list_campaign_problems(folder, levels, {}));
-    json list = json::array();
-    std::string text;
-    for (const auto& p : problems) {
-      list.push_back({{"id", p.id}, {"kind", p.kind}, {"path", p.path.string()}, {"level", p.level}});
-      text += fmt::format("{} ({}): {}\n", p.id, p.kind, p.path.string());
-    }
-    return tool_result(text, json{{"tasks", list}}, false);
-  }
-  if (tool == "show_task") {
-    KP_TRY(fs::path task, allowed_path(a["task"], "task"));
-    json files = json::object();
-    std::string text;
-    std::vector<fs::path> shown;
-    if (task.extension() == ".py") {
-      shown = {task};
-    } else {
-      for (const char* f : {"task.toml", "reference.cu", "seed.cu", "README.md"})
-        if (fs::exists(task / f)) shown.push_back(task / f);
-      if (shown.empty())
-        return make_error(ErrorCode::kInvalidInput, fmt::format("{}: not a task folder (no task.toml)", task.string()));
-    }
-    for (const auto& f : shown) {
-      KP_TRY(std::string t, read_file(f.string()));
-      files[f.filename().string()] = t;
-      text += fmt::format("=== {} ===\n{}\n", f.filename().string(), t);
-    }
-    return tool_result(text, json{{"task", task.string()}, {"files", files}}, false);
-  }
-  if (tool == "optimize_start") {
-    KP_TRY(fs::path task, allowed_path(a["task"], "task"));
-    auto b = std::make_shared<Background>();
-    std::string id;
-    {
-      std::lock_guard<std::mutex> lock(runs_mu_);
-      for (int n = 1;; ++n) {
-        id = fmt::format("{}-{}", task.stem().string(), n);
-        if (!runs_.count(id) && !fs::exists(options_.workspace / "runs" / id)) break;
-      }
-      runs_[id] = b;
-    }
-    b->run_dir = options_.workspace / "runs" / id;
-    b->task = task.string();
-    std::error_code ec;
-    fs::create_directories(b->run_dir, ec);
-    sys::Command c;
-    c.argv = {options_.kernelpro.string(), "optimize", task.string(), "--run-dir", b->run_dir.string(), "--json",
-              "--budget", std::to_string(a.value("budget", 12))};
-    if (a.contains("search")) c.argv.insert(c.argv.end(), {"--search", a["search"]});
-    if (a.contains("provider")) c.argv.insert(c.argv.end(), {"--provider", a["provider"]});
-    if (a.contains("model")) c.argv.insert(c.argv.end(), {"--model", a["model"]});
-    c.env_set = options_.env;
-    c.stdout_path = (b->run_dir / "optimize.json").string();
-    c.stderr_path = (b->run_dir / "optimize.log").string();
-    KP_TRY(b->process, sys::Process::spawn(c));
-    return tool_result(fmt::format("started run {} on {} in {}; ask optimize_status for its progress", id,
-                                   task.string(), b->run_dir.string()),
-                       json{{"run_id", id}, {"run_dir", b->run_dir.string()}}, false);
-  }
-  if (tool == "optimize_status" || tool == "optimize_stop" || tool == "run_history") {
-    fs::path run_dir;
-    std::shared_ptr<Background> b;
-    if (a.contains("run_id")) {
-      std::lock_guard<std::mutex> lock(runs_mu_);
-      auto it = runs_.find(a["run_id"].get<std::string>());
-      if (it == runs_.end())
-        return make_error(ErrorCode::kInvalidInput,
-                          fmt::format("no run '{}' was started by this server", a["run_id"].get<std::string>()));
-      b = it->second;
-      run_dir = b->run_dir;
-    } else if (a.contains("run_dir") && tool == "run_history") {
-      KP_TRY(run_dir, allowed_path(a["run_dir"], "run_dir"));
-    } else {
-      return make_error(ErrorCode::kInvalidInput, "name the run: run_id (or run_dir for run_history)");
-    }
-    std::string state = "finished";
-    if (b) {
-      std::lock_guard<std::mutex> lock(runs_mu_);
-      if (b->process && b->process->running()) {
-        state = "running";
-        if (tool == "optimize_stop") ::kill(b->process->pid(), SIGINT);
-      } else if (b->process && !b->ended) {
-        b->ended = b->process->wait(std::chrono::seconds(1));
-      }
-      if (b->ended) state = fmt::format("ended: {}", exit_meaning(b->ended->exit_code));
-    }
-    json result = {{"state", state}, {"run_dir", run_dir.string()}};
-    if (fs::exists(run_dir / "store.db")) {
-      auto p = report::read_run(run_dir, run_dir.filename().string(), "native", 0);
-      if (p.ok()) {
-        result["candidates"] = p->candidates;
-        result["best_s"] = p->best_s;
-        result["speedup"] = p->speedup;
-        if (tool == "run_history") {
-          json tree = json::array();
-          for (const auto& t : p->tree)
-            tree.push_back({{"id", t.id}, {"parent", t.parent}, {"outcome", t.outcome}, {"seconds", t.seconds},
-                            {"direction", t.direction}, {"best_path", t.on_best_path}});
-          result["tree"] = tree;
-          result["diagnosis"] = p->diagnosis;
-          auto s = store::RunStore::open(run_dir / "store.db", store::RunStore::Access::kReader);
-          json lessons = json::array();
-          if (s.ok())
-            if (auto ls = s->lessons_in_order(); ls.ok())
-              for (const auto& l : *ls)
-                lessons.push_back({{"direction", l.direction}, {"outcome", l.outcome}, {"time_ratio", l.time_ratio},
-                                   {"evidence", l.evidence}});
-          result["lessons"] = lessons;
-        }
-      }
-    }
-    if (auto summary = read_file((run_dir / "optimize.json").string()); summary.ok()) {
-      json j = json::parse(*summary, nullptr, false);
-      if (j.is_object()) result["summary"] = j;
-    }
-    std::string text = fmt::format("{}: {}", run_dir.filename().string(), state);
-    if (result.contains("candidates"))
-      text += fmt::format("; {} candidate(s); best {} ({:.2f}x the reference)", result["candidates"].get<int>(),
-                          format_seconds(result["best_s"].get<double>()), result["speedup"].get<double>());
-    if (tool == "optimize_stop") text += state == "running" ? "; asked to stop after the evaluation in flight" : "";
-    return tool_result(text, result, false);
-  }
+  if (tool == "build" || tool == "evaluate" || tool == "profile" || tool == "analyze") return tool_on_candidate(call);
+  if (tool == "search_code") return tool_search_code(call);
+  if (tool == "read_code") return tool_read_code(call);
+  if (tool == "list_tasks") return tool_list_tasks(a);
+  if (tool == "show_task") return tool_show_task(a);
+  if (tool == "optimize_start") return tool_optimize_start(a);
+  if (tool == "optimize_status" || tool == "optimize_stop" || tool == "run_history") return tool_on_run(tool, a);
   return make_error(ErrorCode::kInternal, "no handler for " + tool);
+}
+
+// The tools on a task and a candidate: build, evaluate, profile, analyze.
+Result<json> Server::tool_on_candidate(const std::shared_ptr<Call>& call) {
+  const json& a = call->args;
+  const std::string& tool = call->tool;
+  KP_TRY(fs::path task, allowed_path(a["task"], "task"));
+  const bool kb = task.extension() == ".py";
+  KP_TRY(fs::path cand, candidate_file(a, "candidate_path", "candidate_source", kb ? ".py" : ".cu"));
+  KP_TRY(fs::path cu, candidate_file(a, "cu_path", "cu_source", ".cu"));
+  const std::string sub = tool == "evaluate" ? "eval" : tool;
+  std::vector<std::string> args = {sub, task.string()};
+  if (!cand.empty()) args.push_back(cand.string());
+  if (!cu.empty()) args.insert(args.end(), {"--cu", cu.string()});
+  if (a.contains("seed")) args.insert(args.end(), {"--seed", std::to_string(a["seed"].get<int64_t>())});
+  if (a.contains("stage")) args.insert(args.end(), {"--stage", std::to_string(a["stage"].get<int64_t>())});
+  if (a.contains("tools")) args.insert(args.end(), {"--tool", join(a["tools"].get<std::vector<std::string>>(), ",")});
+  args.push_back("--json");
+  std::unique_lock<std::mutex> gpu(gpu_mu_, std::defer_lock);
+  if (tool != "build") gpu.lock();  // one GPU request at a time
+  KP_TRY(ChildRun r, run_kernelpro(call, args, tool == "build" ? "building" : tool + " on the GPU"));
+  json j = json::parse(r.out, nullptr, false);
+  if (j.is_discarded()) j = json::object();
+  j["exit_code"] = r.exit_code;
+  j["meaning"] = exit_meaning(r.exit_code);
+  std::string text = summarize(tool, j, r.exit_code);
+  if (tool == "build" && j.contains("diagnostics"))
+    for (const auto& d : j["diagnostics"]) text += "\n" + d.value("message", d.dump());
+  if (tool == "analyze" && j.contains("findings"))
+    for (const auto& f : j["findings"])
+      text += fmt::format("\n- {}: {}", f.value("tool", ""), f.value("text", f.value("summary", "")));
+  const std::string err_tail(trim(tail_lines(r.err, 5)));
+  if (r.exit_code == 2 || r.exit_code >= 4) text += "\n" + err_tail;
+  return tool_result(text, j, r.exit_code == 2 || r.exit_code >= 4);
+}
+
+Result<json> Server::tool_search_code(const std::shared_ptr<Call>& call) {
+  const json& a = call->args;
+  std::vector<std::string> args = {"cutlass", "search", a["query"], "--json"};
+  if (a.contains("limit")) args.insert(args.end(), {"--limit", std::to_string(a["limit"].get<int64_t>())});
+  KP_TRY(ChildRun r, run_kernelpro(call, args, "searching"));
+  json hits = json::parse(r.out, nullptr, false);
+  if (r.exit_code != 0 || !hits.is_array())
+    return tool_result(fmt::format("search_code: {}", std::string(trim(tail_lines(r.err, 5)))),
+                       json{{"exit_code", r.exit_code}}, true);
+  std::string text;
+  for (const auto& h : hits)
+    text += fmt::format("{}:{}-{} {}\n{}\n", h.value("path", ""), h.value("start_line", 0), h.value("end_line", 0),
+                        h.value("name", ""), h.value("snippet", ""));
+  return tool_result(text.empty() ? "no hit" : text, json{{"hits", hits}}, false);
+}
+
+Result<json> Server::tool_read_code(const std::shared_ptr<Call>& call) {
+  const json& a = call->args;
+  const std::string range =
+      fmt::format("{}:{}-{}", a["path"].get<std::string>(), a["start"].get<int64_t>(), a["end"].get<int64_t>());
+  KP_TRY(ChildRun r, run_kernelpro(call, {"cutlass", "show", range}, "reading"));
+  if (r.exit_code != 0)
+    return tool_result(fmt::format("read_code: {}", std::string(trim(tail_lines(r.err, 5)))),
+                       json{{"exit_code", r.exit_code}}, true);
+  return tool_result(r.out, json{{"path", a["path"]}, {"start", a["start"]}, {"end", a["end"]}, {"text", r.out}},
+                     false);
+}
+
+Result<json> Server::tool_list_tasks(const json& a) {
+  fs::path folder = options_.examples_dir;
+  if (a.contains("folder")) {
+    KP_TRY(folder, allowed_path(a["folder"], "folder"));
+  }
+  std::vector<int> levels = {1, 2, 3};
+  if (a.contains("levels")) {
+    levels.clear();
+    for (const auto& l : a["levels"]) {
+      try {
+        levels.push_back(std::stoi(l.get<std::string>()));
+      } catch (const std::exception&) {
+        return make_error(ErrorCode::kInvalidInput, fmt::format("level '{}' is not a number", l.get<std::string>()));
+      }
+    }
+  }
+  KP_TRY(auto problems, driver::list_campaign_problems(folder, levels, {}));
+  json list = json::array();
+  std::string text;
+  for (const auto& p : problems) {
+    list.push_back({{"id", p.id}, {"kind", p.kind}, {"path", p.path.string()}, {"level", p.level}});
+    text += fmt::format("{} ({}): {}\n", p.id, p.kind, p.path.string());
+  }
+  return tool_result(text, json{{"tasks", list}}, false);
+}
+
+Result<json> Server::tool_show_task(const json& a) {
+  KP_TRY(fs::path task, allowed_path(a["task"], "task"));
+  json files = json::object();
+  std::string text;
+  std::vector<fs::path> shown;
+  if (task.extension() == ".py") {
+    shown = {task};
+  } else {
+    for (const char* f : {"task.toml", "reference.cu", "seed.cu", "README.md"})
+      if (fs::exists(task / f)) shown.push_back(task / f);
+    if (shown.empty())
+      return make_error(ErrorCode::kInvalidInput, fmt::format("{}: not a task folder (no task.toml)", task.string()));
+  }
+  for (const auto& f : shown) {
+    KP_TRY(std::string t, read_file(f.string()));
+    files[f.filename().string()] = t;
+    text += fmt::format("=== {} ===\n{}\n", f.filename().string(), t);
+  }
+  return tool_result(text, json{{"task", task.string()}, {"files", files}}, false);
+}
+
+Result<json> Server::tool_optimize_start(const json& a) {
+  KP_TRY(fs::path task, allowed_path(a["task"], "task"));
+  auto b = std::make_shared<Background>();
+  std::string id;
+  {
+    std::lock_guard<std::mutex> lock(runs_mu_);
+    for (int n = 1;; ++n) {
+      id = fmt::format("{}-{}", task.stem().string(), n);
+      if (!runs_.count(id) && !fs::exists(options_.workspace / "runs" / id)) break;
+    }
+    runs_[id] = b;
+  }
+  b->run_dir = options_.workspace / "runs" / id;
+  b->task = task.string();
+  std::error_code ec;
+  fs::create_directories(b->run_dir, ec);
+  sys::Command c;
+  c.argv = {options_.kernelpro.string(), "optimize", task.string(), "--run-dir", b->run_dir.string(), "--json",
+            "--budget", std::to_string(a.value("budget", 12))};
+  if (a.contains("search")) c.argv.insert(c.argv.end(), {"--search", a["search"]});
+  if (a.contains("provider")) c.argv.insert(c.argv.end(), {"--provider", a["provider"]});
+  if (a.contains("model")) c.argv.insert(c.argv.end(), {"--model", a["model"]});
+  c.env_set = options_.env;
+  c.stdout_path = (b->run_dir / "optimize.json").string();
+  c.stderr_path = (b->run_dir / "optimize.log").string();
+  KP_TRY(b->process, sys::Process::spawn(c));
+  return tool_result(fmt::format("started run {} on {} in {}; ask optimize_status for its progress", id,
+                                 task.string(), b->run_dir.string()),
+                     json{{"run_id", id}, {"run_dir", b->run_dir.string()}}, false);
+}
+
+// The tools on a run: optimize_status, optimize_stop, run_history.
+Result<json> Server::tool_on_run(const std::string& tool, const json& a) {
+  fs::path run_dir;
+  std::shared_ptr<Background> b;
+  if (a.contains("run_id")) {
+    std::lock_guard<std::mutex> lock(runs_mu_);
+    auto it = runs_.find(a["run_id"].get<std::string>());
+    if (it == runs_.end())
+      return make_error(ErrorCode::kInvalidInput,
+                        fmt::format("no run '{}' was started by this server", a["run_id"].get<std::string>()));
+    b = it->second;
+    run_dir = b->run_dir;
+  } else if (a.contains("run_dir") && tool == "run_history") {
+    KP_TRY(run_dir, allowed_path(a["run_dir"], "run_dir"));
+  } else {
+    return make_error(ErrorCode::kInvalidInput, "name the run: run_id (or run_dir for run_history)");
+  }
+  std::string state = "finished";
+  if (b) {
+    std::lock_guard<std::mutex> lock(runs_mu_);
+    if (b->process && b->process->running()) {
+      state = "running";
+      if (tool == "optimize_stop") ::kill(b->process->pid(), SIGINT);
+    } else if (b->process && !b->ended) {
+      b->ended = b->process->wait(std::chrono::seconds(1));
+    }
+    if (b->ended) state = fmt::format("ended: {}", exit_meaning(b->ended->exit_code));
+  }
+  json result = {{"state", state}, {"run_dir", run_dir.string()}};
+  add_run_progress(result, run_dir, tool == "run_history");
+  if (auto summary = read_file((run_dir / "optimize.json").string()); summary.ok()) {
+    json j = json::parse(*summary, nullptr, false);
+    if (j.is_object()) result["summary"] = j;
+  }
+  std::string text = fmt::format("{}: {}", run_dir.filename().string(), state);
+  if (result.contains("candidates"))
+    text += fmt::format("; {} candidate(s); best {} ({:.2f}x the reference)", result["candidates"].get<int>(),
+                        format_seconds(result["best_s"].get<double>()), result["speedup"].get<double>());
+  if (tool == "optimize_stop") text += state == "running" ? "; asked to stop after the evaluation in flight" : "";
+  return tool_result(text, result, false);
 }
 
 json Server::list_resources() {

@@ -81,6 +81,16 @@ class Server {
   void handle_request(const nlohmann::json& id, const std::string& method, const nlohmann::json& params);
   void call_tool(const std::shared_ptr<Call>& call);
   Result<nlohmann::json> run_tool(const std::shared_ptr<Call>& call);
+  // run_tool's tools, one function each, or one for a family of tools that share their steps:
+  // build, evaluate, profile and analyze (on a candidate); optimize_status, optimize_stop and
+  // run_history (on a run).
+  Result<nlohmann::json> tool_on_candidate(const std::shared_ptr<Call>& call);
+  Result<nlohmann::json> tool_search_code(const std::shared_ptr<Call>& call);
+  Result<nlohmann::json> tool_read_code(const std::shared_ptr<Call>& call);
+  Result<nlohmann::json> tool_list_tasks(const nlohmann::json& args);
+  Result<nlohmann::json> tool_show_task(const nlohmann::json& args);
+  Result<nlohmann::json> tool_optimize_start(const nlohmann::json& args);
+  Result<nlohmann::json> tool_on_run(const std::string& tool, const nlohmann::json& args);
   // Runs `kernelpro ARGS` for a call: stdout (JSON) and the exit code; progress while it runs;
   // killed on cancellation (kTimeout "cancelled").
   struct ChildRun {
