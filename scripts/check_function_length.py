@@ -34,7 +34,28 @@ def functions(path):
         i += 1
 
 
+def self_test():
+    """The heuristic on made-up sources: a long function found, a short one, a class and a
+    namespace not."""
+    import tempfile
+    body = lambda n: "".join(f"  x += {i};\n" for i in range(n))
+    src = ("namespace kp {\n\nint short_one(int x) {\n" + body(100) + "  return x;\n}\n\n"
+           "int Thing::long_one(int x,\n                     int y) const {\n" + body(130) + "  return x;\n}\n\n"
+           "struct Big {\n" + body(200) + "};\n\n}  // namespace kp\n")
+    with tempfile.TemporaryDirectory() as root:
+        os.makedirs(os.path.join(root, "src"))
+        with open(os.path.join(root, "src", "a.cc"), "w") as f:
+            f.write(src)
+        found = [(name, n) for name, _, n in functions(os.path.join(root, "src", "a.cc"))]
+    names = {name: n for name, n in found}
+    ok = names.get("Thing::long_one", 0) > 120 and names.get("short_one", 999) <= 120 and "Big" not in names
+    print("self test:", "ok" if ok else f"FAILED {found}")
+    return 0 if ok else 1
+
+
 def main(argv):
+    if "--self-test" in argv:
+        return self_test()
     root = next((a for a in argv[1:] if not a.startswith("--") and not a.isdigit()), os.getcwd())
     limit = int(argv[argv.index("--limit") + 1]) if "--limit" in argv else 120
     long = []
