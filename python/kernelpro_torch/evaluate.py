@@ -686,7 +686,7 @@ class Evaluation:
 
         # Correctness: candidate first, then the reference on an untouched copy.
         threads_before = None
-        previous = []  # the fingerprints of every earlier trial's output
+        previous = []  # the bits of every earlier trial's output, as computed and as flipped
         for t, s in enumerate(trial_seeds):
             try:
                 xs = prob.inputs(s, device, self.dtype)
@@ -736,16 +736,20 @@ class Evaluation:
             try:
                 self._compare(out, want, f"in trial {t + 1}", pristine, init)
             except Stop as st:
-                if _fingerprint(out) in previous and st.outcome == "incorrect":
+                if _bits(out) in previous and st.outcome == "incorrect":
                     st.cheat = "result_cache"
                     st.reason += (" -- and the output is identical to an earlier trial's, on different inputs: "
                                   "results are cached across calls")
                 raise
-            previous.append(_fingerprint(out))
+            previous.append(_bits(out))  # bits, not values: a flipped 0.0 is a NaN, never equal
             # Flipped by the core and remembered: a trial's output handed back by a timed call is
-            # then named a result cache, not mistaken for deferred work.
-            self._core.note_checked([o for o in tensors(out) if o.is_cuda and o.is_contiguous()])
-            previous.append(_fingerprint(out))  # as flipped: kept and handed back, it is this
+            # then named a result cache, not mistaken for deferred work. Each buffer once (a
+            # second flip would put it back).
+            seen = set()
+            checked = [o for o in tensors(out) if o.is_cuda and o.is_contiguous()
+                       and not (o.data_ptr() in seen or seen.add(o.data_ptr()))]
+            self._core.note_checked(checked)
+            previous.append(_bits(out))  # as flipped: kept and handed back, it is this
             self.report["trials_run"] = t + 1
             del out, want, pristine, xs
         _check_untouched(guard, prob)
@@ -1029,17 +1033,6 @@ def mark_phase(name):
             f.write(name)
     except OSError:
         pass  # a phase left unnamed only makes a timeout's reason shorter
-
-
-def _fingerprint(outs):
-    """A cheap identity of output values: per output, its float64 sum (accumulated in float64,
-    without a float64 copy of the output) and its first 1024 elements."""
-    fp = []
-    for o in outs:
-        flat = o.reshape(-1)
-        fp.append((tuple(o.shape), float(flat.sum(dtype=torch.float64)) if o.numel() else 0.0,
-                   tuple(flat[:1024].double().cpu().tolist())))
-    return fp
 
 
 def _bits(outs):

@@ -519,9 +519,11 @@ int Session::energy(const kpj_energy_config& config, const Callbacks& cb) {
 }
 
 std::optional<std::vector<uint64_t>> Session::input_multisets() {
-  std::vector<uint64_t> sums(static_cast<size_t>(inputs_[0].count), 0);
+  int count = 0;
+  for (int k = 0; k < config_.sets; ++k) count = std::max(count, inputs_[k].count);
+  std::vector<uint64_t> sums(static_cast<size_t>(count), 0);
   for (int k = 0; k < config_.sets; ++k)
-    for (int i = 0; i < inputs_[k].count && i < static_cast<int>(sums.size()); ++i) {
+    for (int i = 0; i < inputs_[k].count; ++i) {
       uint64_t v = 0;
       const size_t b = nbytes(inputs_[k].t[i]);
       if (b && block_multiset(inputs_[k].t[i].data, b, scratch_, &v, stream_) != cudaSuccess) return std::nullopt;
@@ -537,12 +539,15 @@ cudaError_t Session::stir(int k, uint64_t* rng) {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
   };
+  if (!config_.inputs_vary) return cudaSuccess;  // a problem whose inputs are fixed keeps them
   const int partner = (k + 1) % config_.sets;
   for (int i = 0; i < inputs_[k].count; ++i) {
     const kpj_tensor& a = inputs_[k].t[i];
     const size_t blocks = nbytes(a) / 16;
     if (blocks == 0) continue;  // under 16 bytes: a scalar's worth, left as drawn
-    const bool across = partner != k && i < inputs_[partner].count && nbytes(inputs_[partner].t[i]) == nbytes(a);
+    // Across sets only between buffers of their own (a problem may hand every set one tensor).
+    const bool across = partner != k && i < inputs_[partner].count && nbytes(inputs_[partner].t[i]) == nbytes(a) &&
+                        !overlaps(a, inputs_[partner].t[i]);
     // A sixteenth of the input, at most 1 MiB: enough to change many outputs, little energy.
     size_t run = std::min<size_t>(std::max<size_t>(blocks / 16, 1), (size_t{1} << 20) / 16);
     if (!across) run = std::min(run, blocks / 2);
@@ -551,8 +556,11 @@ cudaError_t Session::stir(int k, uint64_t* rng) {
     unsigned char* one = nullptr;
     unsigned char* other = nullptr;
     if (across) {
-      one = mine + 16 * (next() % (blocks - run + 1));
-      other = static_cast<unsigned char*>(inputs_[partner].t[i].data) + 16 * (next() % (blocks - run + 1));
+      // The same place in both: what get_inputs puts at fixed places (a triangle's zeros, a mask,
+      // a band) stays where it was.
+      const size_t at = 16 * (next() % (blocks - run + 1));
+      one = mine + at;
+      other = static_cast<unsigned char*>(inputs_[partner].t[i].data) + at;
     } else {  // two runs of the same input, [at, at + run) before [to, to + run)
       const size_t at = next() % (blocks - 2 * run + 1);
       const size_t to = at + run + next() % (blocks - 2 * run - at + 1);
@@ -581,6 +589,7 @@ struct Session::EnergyWindow {
   std::vector<Pick> picks;
   std::set<int64_t> drawn;  // the calls to check
   std::optional<uint64_t> e0, e1;
+  std::string input_mismatch;  // a checked call wrong inside the window and outside it: not measured
   int64_t calls = 0;
   double window_s = 0, utilization = 0;
 
@@ -658,7 +667,11 @@ int Session::energy_prepare(const kpj_energy_config& config, const Callbacks& cb
   if (rc != KPJ_CALL_OK) return KPJ_CALLBACK_FAILED;
   if (!valid(first_outs)) return stop("runtime_error", "the adapter described the outputs badly");
   for (int j = 0; j < first_outs.count; ++j) w->out_bytes += nbytes(first_outs.t[j]);
-  for (int i = 0; i < inputs_[0].count; ++i) w->in_bytes += nbytes(inputs_[0].t[i]);
+  for (int k = 0; k < config_.sets; ++k) {
+    size_t b = 0;
+    for (int i = 0; i < inputs_[k].count; ++i) b += nbytes(inputs_[k].t[i]);
+    w->in_bytes = std::max(w->in_bytes, b);
+  }
   // For each checked call, its inputs as the call got them (copied just before it) and its
   // outputs (copied just after), in stream order: kEnergyChecks of them while they fit in an
   // eighth of free memory.
@@ -729,6 +742,7 @@ int Session::energy_call(const Callbacks& cb, EnergyWindow* w, uint64_t* rng) {
     size_t at = 0;
     for (int i = 0; i < inputs_[k].count; ++i) {
       const size_t b = nbytes(inputs_[k].t[i]);
+      if (at + b > w->in_bytes) break;  // in_bytes is the largest set's: never, but never past the copy
       cudaMemcpyAsync(kept_inputs + at, inputs_[k].t[i].data, b, cudaMemcpyDeviceToDevice, stream_);
       at += b;
     }
@@ -758,6 +772,33 @@ int Session::energy_call(const Callbacks& cb, EnergyWindow* w, uint64_t* rng) {
   return 0;
 }
 
+// Whether `got` matches `want` output by output; *what says how not, *reference_bad whether the
+// reference itself gave NaN/Inf. A non-zero return is a harness failure's.
+int Session::outputs_match(const kpj_tensors& got, const kpj_tensors& want, bool* right, std::string* what,
+                           bool* reference_bad) {
+  *right = valid(want) && valid(got) && want.count == got.count;
+  *what = *right ? "" : "it returned other outputs than the reference";
+  *reference_bad = false;
+  for (int j = 0; *right && j < want.count; ++j) {
+    const kpj_tensor& o = got.t[j];
+    const kpj_tensor& r = want.t[j];
+    if (o.dtype != r.dtype || shape_of(o) != shape_of(r)) {
+      *right = false;
+      *what = "an output of another shape or dtype";
+      break;
+    }
+    eval::OutputCheck c;
+    if (cudaError_t err = compare_output(o, r, &c); err != cudaSuccess)
+      return harness_failure(err, "comparing an energy call's output");
+    if (!c.passed) {
+      *right = false;
+      *what = c.reason;
+      *reference_bad = c.reference_nonfinite > 0;
+    }
+  }
+  return 0;
+}
+
 int Session::energy_check(const Callbacks& cb, EnergyWindow* w) {
   // After the window: the inputs' blocks as they were (only moved by the stir), and each checked
   // call's output against the reference on the inputs that call got (put back in its set), which
@@ -770,6 +811,7 @@ int Session::energy_check(const Callbacks& cb, EnergyWindow* w) {
     size_t at = 0;
     for (int i = 0; i < inputs_[p.set].count; ++i) {
       const size_t b = nbytes(inputs_[p.set].t[i]);
+      if (at + b > w->in_bytes) break;
       cudaMemcpyAsync(inputs_[p.set].t[i].data, p.inputs + at, b, cudaMemcpyDeviceToDevice, stream_);
       at += b;
     }
@@ -782,31 +824,46 @@ int Session::energy_check(const Callbacks& cb, EnergyWindow* w) {
     in_callback_ = false;
     if (rc != KPJ_CALL_OK) return KPJ_CALLBACK_FAILED;
     cudaDeviceSynchronize();
-    bool right = valid(want) && valid(p.outs) && want.count == p.outs.count;
-    std::string what = right ? "" : "it returned other outputs than the reference";
-    for (int j = 0; right && j < want.count; ++j) {
-      const kpj_tensor& o = p.outs.t[j];
-      const kpj_tensor& r = want.t[j];
-      if (o.dtype != r.dtype || shape_of(o) != shape_of(r)) {
-        right = false;
-        what = "an output of another shape or dtype";
-        break;
-      }
-      eval::OutputCheck c;
-      if (cudaError_t err = compare_output(o, r, &c); err != cudaSuccess)
-        return harness_failure(err, "comparing an energy call's output");
-      if (!c.passed) {
-        right = false;
-        what = c.reason;
-      }
+    bool right = false, reference_bad = false;
+    std::string what;
+    if (int rc2 = outputs_match(p.outs, want, &right, &what, &reference_bad)) return rc2;
+    if (right) {
+      ++energy_->checked_calls;
+      continue;
     }
-    if (!right)
+    // Wrong. Phase or inputs? The stir moves blocks of the inputs, which can break a structure
+    // get_inputs gives them (a symmetric matrix, say) that an honest kernel may rely on. The
+    // candidate is called again now, outside the window, on the same inputs: right now, it
+    // behaved differently while its energy was measured; wrong again (or the reference itself
+    // failed on them), the window's inputs are not ones it can be judged on, and its energy is
+    // not measured.
+    bool again = false;
+    if (!reference_bad) {
+      kpj_tensors now{};
+      in_callback_ = true;
+      rc = cb.call(cb.ctx, KPJ_CANDIDATE, p.set);
+      if (rc == KPJ_CALL_OK) rc = cb.outputs(cb.ctx, KPJ_CANDIDATE, &now);
+      in_callback_ = false;
+      if (rc != KPJ_CALL_OK) return KPJ_CALLBACK_FAILED;
+      if (cudaError_t err = cudaDeviceSynchronize(); err != cudaSuccess)
+        return harness_failure(err, "the candidate's call after the energy window");
+      std::string what_now;
+      bool bad_now = false;
+      if (int rc2 = outputs_match(now, want, &again, &what_now, &bad_now)) return rc2;
+    }
+    if (again)
       return stop("rejected",
                   fmt::format("energy call {} (input set {}), one of the window's calls checked at random, returned a "
-                              "wrong output: {}; the candidate behaves differently while its energy is measured",
+                              "wrong output ({}), and a call on the same inputs after the window a right one: the "
+                              "candidate behaves differently while its energy is measured",
                               p.call + 1, p.set + 1, what),
                   "phase_dependent");
-    ++energy_->checked_calls;
+    if (w->input_mismatch.empty())
+      w->input_mismatch = fmt::format("energy call {} (input set {}) was checked and its output differs from the "
+                                      "reference's ({}), {}",
+                                      p.call + 1, p.set + 1, what,
+                                      reference_bad ? "which gave NaN or Inf on those inputs"
+                                                    : "and so did a call on the same inputs after the window");
   }
   return 0;
 }
@@ -816,10 +873,6 @@ int Session::energy_conclude(const kpj_energy_config& config, const EnergyWindow
   const double call_s = std::max(config.call_s, 1e-7);
   const double window = w.window_s;
   const int64_t calls = w.calls;
-  if (e.checked_calls == 0) {
-    e.unavailable_reason = "not measured: none of the window's calls could be checked";
-    return 0;
-  }
   if (eval::energy_rate_says_skipped(window, calls, call_s))
     return stop("rejected",
                 fmt::format("the energy window's {} back-to-back calls took {:.1f} us each, far less than the {:.1f} us "
@@ -834,6 +887,16 @@ int Session::energy_conclude(const kpj_energy_config& config, const EnergyWindow
                             w.utilization, calls, call_s * 1e6,
                             std::min(1.0, static_cast<double>(calls) * call_s / window) * 100),
                 "phase_dependent");
+  if (!w.input_mismatch.empty()) {
+    e.unavailable_reason = "not measured: " + w.input_mismatch +
+                           ": the window's inputs, whose blocks it moves between calls, may break a structure the "
+                           "candidate relies on (a symmetric matrix, say), so its calls there cannot be judged";
+    return 0;
+  }
+  if (e.checked_calls == 0) {
+    e.unavailable_reason = "not measured: none of the window's calls could be checked";
+    return 0;
+  }
   if (!w.e1) {
     e.unavailable_reason = "the NVML energy counter did not advance";
     return 0;

@@ -115,6 +115,8 @@ class Session {
   int energy_call(const Callbacks& cb, EnergyWindow* w, uint64_t* rng);
   int energy_check(const Callbacks& cb, EnergyWindow* w);
   int energy_conclude(const kpj_energy_config& config, const EnergyWindow& w);
+  int outputs_match(const kpj_tensors& got, const kpj_tensors& want, bool* right, std::string* what,
+                    bool* reference_bad);
   // The energy window's stir before a call on set k: for each input, a random run of its 16-byte
   // blocks swapped with one of the next set's same input (with another run of its own when there
   // is one set). A cache keyed on the inputs' identity, pointers or a sample then serves a stale
