@@ -237,8 +237,11 @@ int submit_slurm(const driver::CampaignSpec& spec, const BenchFlags& f) {
   const auto ledger = driver::campaign_ledger(dir, spec);
   const std::set<std::string> queued = queued_problems(dir, f.squeue);
   for (size_t i = 0; i < spec.problems.size(); ++i) {
-    const auto& s = ledger[i].state;
-    if (s == "done" || s == "not_timed" || s == "running" || (s == "failed" && !f.retry_failed)) continue;
+    using driver::ProblemState;
+    const ProblemState s = ledger[i].state;
+    if (s == ProblemState::kDone || s == ProblemState::kNotTimed || s == ProblemState::kRunning ||
+        (s == ProblemState::kFailed && !f.retry_failed))
+      continue;
     if (queued.count(spec.problems[i].id)) continue;  // an earlier array's task still holds it
     ids.push_back(spec.problems[i].id);
   }
@@ -358,7 +361,7 @@ int run_bench_status(const BenchFlags& f, const CommonFlags& common) {
   if (!spec.ok()) return exit_for(spec.error());
   const auto ledger = driver::campaign_ledger(f.campaign, *spec);
   std::map<std::string, int> count;
-  for (const auto& s : ledger) ++count[s.state];
+  for (const auto& s : ledger) ++count[driver::to_string(s.state)];  // by name: the JSON's "counts"
   // The Slurm jobs this campaign submitted, as squeue (queued, running) and sacct (finished) see them.
   std::vector<std::string> job_lines;
   std::vector<std::string> job_ids;
@@ -400,14 +403,14 @@ int run_bench_status(const BenchFlags& f, const CommonFlags& common) {
   for (size_t i = 0; i < ledger.size(); ++i) {
     const auto& s = ledger[i];
     std::string detail;
-    if (s.state == "done" && s.result.is_object())
+    if (s.state == driver::ProblemState::kDone && s.result.is_object())
       detail = fmt::format("{:.2f}x the reference, {} candidate(s)", s.result.value("speedup_vs_reference", 0.0),
                            s.result.value("nodes", 0));
-    else if (s.state == "running")
+    else if (s.state == driver::ProblemState::kRunning)
       detail = fmt::format("on {} ({}), since {}", s.host, s.lane, s.started);
     else if (!s.error.empty())
       detail = s.error;
-    std::cout << fmt::format("  {:<28} {:<10} {}\n", spec->problems[i].id, s.state, detail);
+    std::cout << fmt::format("  {:<28} {:<10} {}\n", spec->problems[i].id, driver::to_string(s.state), detail);
   }
   for (const auto& l : job_lines) std::cout << "  " << l << "\n";
   return kExitOk;

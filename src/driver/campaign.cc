@@ -233,16 +233,48 @@ Result<CampaignSpec> load_campaign(const fs::path& dir) {
   return spec;
 }
 
+const char* to_string(ProblemState s) {
+  switch (s) {
+    case ProblemState::kPending: return "pending";
+    case ProblemState::kRunning: return "running";
+    case ProblemState::kDone: return "done";
+    case ProblemState::kFailed: return "failed";
+    case ProblemState::kNotTimed: return "not_timed";
+  }
+  return "?";
+}
+
+std::optional<ProblemState> problem_state_from_string(std::string_view s) {
+  for (ProblemState p : {ProblemState::kPending, ProblemState::kRunning, ProblemState::kDone, ProblemState::kFailed,
+                         ProblemState::kNotTimed})
+    if (s == to_string(p)) return p;
+  return std::nullopt;
+}
+
+bool is_finished(ProblemState s) {
+  return s == ProblemState::kDone || s == ProblemState::kFailed || s == ProblemState::kNotTimed;
+}
+
 json ProblemStatus::to_json() const {
-  return {{"state", state},   {"attempts", attempts}, {"host", host},           {"pid", pid},       {"lane", lane},
-          {"started", started}, {"finished", finished}, {"exit_code", exit_code}, {"wall_s", wall_s}, {"error", error},
+  return {{"state", to_string(state)},
+          {"attempts", attempts},
+          {"host", host},
+          {"pid", pid},
+          {"lane", lane},
+          {"started", started},
+          {"finished", finished},
+          {"exit_code", exit_code},
+          {"wall_s", wall_s},
+          {"error", error},
           {"result", result}};
 }
 
 ProblemStatus ProblemStatus::from_json(const json& j) {
   ProblemStatus s;
   if (!j.is_object()) return s;
-  s.state = j.value("state", "pending");
+  // A name this build does not know (a hand edit, a newer kernelpro) reads as pending: the problem
+  // runs again, as any state other than done, failed and not_timed always has.
+  s.state = problem_state_from_string(j.value("state", "pending")).value_or(ProblemState::kPending);
   s.attempts = j.value("attempts", 0);
   s.host = j.value("host", "");
   s.pid = j.value("pid", 0);
@@ -287,7 +319,7 @@ ProblemStatus read_problem_status(const fs::path& campaign_dir, const CampaignPr
   const int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
   if (fd >= 0) {
     struct ::flock fl = whole_file(F_WRLCK);
-    if (::fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK) s.state = "running";
+    if (::fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK) s.state = ProblemState::kRunning;
     ::close(fd);
   }
   return s;
@@ -337,8 +369,6 @@ std::vector<ProblemStatus> campaign_ledger(const fs::path& dir, const CampaignSp
 
 namespace {
 
-bool finished_state(const std::string& s) { return s == "done" || s == "failed" || s == "not_timed"; }
-
 // The store's count of evaluations, best ok speedup and LLM spend, read without a lock (WAL).
 void read_store_progress(const fs::path& store, LaneProgress& lane) {
   std::error_code ec;
@@ -361,22 +391,22 @@ void settle(ProblemStatus& st, const sys::Completed& c, const std::string& out, 
   const std::string stopped = j.is_object() ? j.value("stopped", "") : "";
   st.error.clear();
   if (c.signal != 0 || c.timed_out) {
-    st.state = "failed";
+    st.state = ProblemState::kFailed;
     st.error = fmt::format("kernelpro optimize {}; {}", c.describe(), log_tail);
   } else if (c.exit_code == 0 && (stopped == "interrupted" || stopped == "pending")) {
-    st.state = "pending";
+    st.state = ProblemState::kPending;
   } else if (c.exit_code == 0) {
-    st.state = "done";
+    st.state = ProblemState::kDone;
   } else if (c.exit_code == 5) {
-    st.state = "pending";  // the manual provider waits for an answer; the next run resumes
+    st.state = ProblemState::kPending;  // the manual provider waits for an answer; the next run resumes
     st.error = "a prompt waits for its answer (the manual provider); answer it, then run the campaign again";
   } else if (c.exit_code == 3 && stopped == "no_gpu") {
-    st.state = "not_timed";
+    st.state = ProblemState::kNotTimed;
   } else if (c.exit_code == 3) {
-    st.state = "pending";  // the GPU was held by another process: a matter of the machine, retried
+    st.state = ProblemState::kPending;  // the GPU was held by another process: a matter of the machine, retried
     st.error = "the GPU was not available; the next run retries it";
   } else {
-    st.state = "failed";
+    st.state = ProblemState::kFailed;
     st.error = fmt::format("kernelpro optimize exited with status {}: {}", c.exit_code, log_tail);
   }
 }
@@ -452,7 +482,7 @@ const CampaignProblem* CampaignLanes::take(std::optional<ProblemClaim>& claim, P
     auto c = ProblemClaim::try_take(o.dir, p);
     if (!c.ok() || !c->has_value()) continue;  // running elsewhere
     st = read_status_file(o.dir, p);
-    if (st.state == "done" || st.state == "not_timed" || (st.state == "failed" && !o.retry_failed)) continue;
+    if (is_finished(st.state) && !(st.state == ProblemState::kFailed && o.retry_failed)) continue;
     claim = std::move(*c);
     gave_up.insert(p.id);  // taken: only a held GPU gives it back (record_finish)
     return &p;
@@ -476,7 +506,7 @@ void CampaignLanes::lane_main(size_t lane_index) {
 }
 
 void CampaignLanes::mark_running(const CampaignProblem& p, const std::string& lane, ProblemStatus& st) {
-  st.state = "running";
+  st.state = ProblemState::kRunning;
   st.attempts += 1;
   st.host = hostname();
   st.pid = getpid();
@@ -541,7 +571,7 @@ void CampaignLanes::run_problem(size_t lane_index, const CampaignProblem& p, Pro
   const std::string out = out_text.ok() ? *out_text : "";
   const std::string log = log_text.ok() ? *log_text : "";
   if (child.ok()) settle(st, done, out, std::string(trim(tail_lines(log, 3))));
-  else st.state = "failed";
+  else st.state = ProblemState::kFailed;
 }
 
 // Polls the child until it ends, updating the lane's progress; on `interrupted` asks it to stop,
@@ -574,11 +604,11 @@ sys::Completed CampaignLanes::watch(sys::Process& child, size_t lane_index, cons
 void CampaignLanes::record_finish(size_t lane_index, const CampaignProblem& p, const ProblemStatus& st) {
   const std::string& lane = lanes[lane_index];
   std::lock_guard<std::mutex> lock(mu);
-  if (st.state == "pending" && st.exit_code == 3 && ++gpu_retries[p.id] <= 2) gave_up.erase(p.id);
-  if (finished_state(st.state)) ++finished_here;
+  if (st.state == ProblemState::kPending && st.exit_code == 3 && ++gpu_retries[p.id] <= 2) gave_up.erase(p.id);
+  if (is_finished(st.state)) ++finished_here;
   progress[lane_index] = LaneProgress{lane, "", 0, 0, 0, 0};
-  std::string what = st.state;
-  if (st.state == "done" && st.result.is_object())
+  std::string what = to_string(st.state);
+  if (st.state == ProblemState::kDone && st.result.is_object())
     what = fmt::format("done: {:.2f}x the reference, {} candidate(s), stopped: {}",
                        st.result.value("speedup_vs_reference", 0.0), st.result.value("nodes", 0),
                        st.result.value("stopped", "?"));
@@ -601,7 +631,7 @@ Result<CampaignRun> run_campaign(const CampaignSpec& spec, const CampaignOptions
 
   CampaignLanes shared(spec, o, std::move(lanes), std::move(only));
   for (const auto& s : campaign_ledger(o.dir, spec))
-    shared.finished_before += finished_state(s.state) && !(o.retry_failed && s.state == "failed");
+    shared.finished_before += is_finished(s.state) && !(o.retry_failed && s.state == ProblemState::kFailed);
 
   std::vector<std::thread> threads;
   for (size_t i = 0; i < shared.lanes.size(); ++i) threads.emplace_back(&CampaignLanes::lane_main, &shared, i);
@@ -610,10 +640,10 @@ Result<CampaignRun> run_campaign(const CampaignSpec& spec, const CampaignOptions
   CampaignRun run = std::move(shared.run);
   run.interrupted = o.interrupted && o.interrupted();
   for (const auto& s : campaign_ledger(o.dir, spec)) {
-    if (s.state == "done") ++run.done;
-    else if (s.state == "failed") ++run.failed;
-    else if (s.state == "not_timed") ++run.not_timed;
-    else if (s.state == "running") ++run.busy_elsewhere;
+    if (s.state == ProblemState::kDone) ++run.done;
+    else if (s.state == ProblemState::kFailed) ++run.failed;
+    else if (s.state == ProblemState::kNotTimed) ++run.not_timed;
+    else if (s.state == ProblemState::kRunning) ++run.busy_elsewhere;
     else ++run.pending;
   }
   return run;

@@ -24,6 +24,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -70,12 +71,22 @@ struct CampaignSpec {
 Status save_campaign(const std::filesystem::path& dir, const CampaignSpec& spec);
 Result<CampaignSpec> load_campaign(const std::filesystem::path& dir);
 
+// Where a problem of the campaign stands; status.json's "state" holds its name.
+//   kPending   never run, or stopped before its budget (interrupted, the GPU was held)
+//   kRunning   its claim is held now (written when a lane starts it; a reader trusts only the lock)
+//   kDone      optimize finished
+//   kFailed    optimize failed; ProblemStatus::error says how
+//   kNotTimed  no GPU: the seed was built, nothing timed
+enum class ProblemState { kPending, kRunning, kDone, kFailed, kNotTimed };
+// "pending", "running", "done", "failed", "not_timed"
+const char* to_string(ProblemState s);
+std::optional<ProblemState> problem_state_from_string(std::string_view s);  // nullopt for any other name
+// Done, failed or not_timed: the problem's optimize has ended and will not run again by itself.
+bool is_finished(ProblemState s);
+
 // A problem's entry in the ledger.
 struct ProblemStatus {
-  // "pending" (never run, or stopped before its budget: interrupted, the GPU was held), "running"
-  // (its claim is held now), "done", "failed" (optimize failed; `error` says how), "not_timed"
-  // (no GPU: the seed was built, nothing timed).
-  std::string state = "pending";
+  ProblemState state = ProblemState::kPending;  // a status.json naming no known state reads as kPending
   int attempts = 0;
   std::string host, started, finished, lane, error;
   int pid = 0, exit_code = 0;

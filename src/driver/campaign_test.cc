@@ -113,16 +113,35 @@ TEST_F(CampaignTest, TheSpecSurvivesItsFileAndAStrangerIsRefused) {
 TEST_F(CampaignTest, AProblemIsRunningExactlyWhileItsClaimIsHeld) {
   CampaignSpec s = spec({"a"});
   const fs::path c = root() / "campaign";
-  EXPECT_EQ(read_problem_status(c, s.problems[0]).state, "pending");
+  EXPECT_EQ(read_problem_status(c, s.problems[0]).state, ProblemState::kPending);
   {
     auto claim = ProblemClaim::try_take(c, s.problems[0]);
     ASSERT_TRUE(claim.ok() && claim->has_value());
-    EXPECT_EQ(read_problem_status(c, s.problems[0]).state, "running");
+    EXPECT_EQ(read_problem_status(c, s.problems[0]).state, ProblemState::kRunning);
     auto second = ProblemClaim::try_take(c, s.problems[0]);
     ASSERT_TRUE(second.ok());
     EXPECT_FALSE(second->has_value()) << "two lanes ran one problem";
   }
-  EXPECT_EQ(read_problem_status(c, s.problems[0]).state, "pending") << "a released claim left the problem running";
+  EXPECT_EQ(read_problem_status(c, s.problems[0]).state, ProblemState::kPending)
+      << "a released claim left the problem running";
+}
+
+TEST(ProblemStateTest, EachStateRoundTripsThroughItsNameOnDisk) {
+  for (ProblemState st : {ProblemState::kPending, ProblemState::kRunning, ProblemState::kDone, ProblemState::kFailed,
+                          ProblemState::kNotTimed}) {
+    EXPECT_EQ(problem_state_from_string(to_string(st)), st) << to_string(st);
+    ProblemStatus status;
+    status.state = st;
+    EXPECT_EQ(status.to_json()["state"], to_string(st)) << "status.json keeps the name";
+    EXPECT_EQ(ProblemStatus::from_json(status.to_json()).state, st);
+  }
+  EXPECT_STREQ(to_string(ProblemState::kNotTimed), "not_timed");
+  EXPECT_FALSE(problem_state_from_string("Done").has_value());
+  EXPECT_EQ(ProblemStatus::from_json(nlohmann::json{{"state", "paused"}}).state, ProblemState::kPending)
+      << "a name this build does not know runs again, as before";
+  EXPECT_EQ(ProblemStatus::from_json(nlohmann::json::object()).state, ProblemState::kPending);
+  EXPECT_TRUE(is_finished(ProblemState::kFailed));
+  EXPECT_FALSE(is_finished(ProblemState::kRunning));
 }
 
 TEST_F(CampaignTest, EachOutcomeOfOptimizeLandsInTheLedgerAndARerunTakesOnlyWhatIsLeft) {
@@ -135,11 +154,11 @@ TEST_F(CampaignTest, EachOutcomeOfOptimizeLandsInTheLedgerAndARerunTakesOnlyWhat
   EXPECT_EQ(run->failed, 1);
   EXPECT_EQ(run->not_timed, 1);
   const auto ledger = campaign_ledger(o.dir, s);
-  EXPECT_EQ(ledger[0].state, "done");
+  EXPECT_EQ(ledger[0].state, ProblemState::kDone);
   EXPECT_DOUBLE_EQ(ledger[0].result.value("speedup_vs_reference", 0.0), 1.5);
-  EXPECT_EQ(ledger[1].state, "failed");
+  EXPECT_EQ(ledger[1].state, ProblemState::kFailed);
   EXPECT_NE(ledger[1].error.find("boom"), std::string::npos) << ledger[1].error;
-  EXPECT_EQ(ledger[2].state, "not_timed");
+  EXPECT_EQ(ledger[2].state, ProblemState::kNotTimed);
   std::set<std::string> gpus;
   for (const auto& line : calls()) gpus.insert(split(line, '|')[1]);
   EXPECT_EQ(gpus, (std::set<std::string>{"0", "3"})) << "each lane pins its child to its GPU";
@@ -198,7 +217,7 @@ TEST_F(CampaignTest, AnInterruptStopsTheChildAndLeavesItsProblemPending) {
   EXPECT_TRUE(run->interrupted);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10)) << "the child did not stop";
   EXPECT_EQ(run->pending, 2);
-  EXPECT_EQ(campaign_ledger(o.dir, s)[0].state, "pending");
+  EXPECT_EQ(campaign_ledger(o.dir, s)[0].state, ProblemState::kPending);
   EXPECT_EQ(calls().size(), 1u) << "a lane took a new problem after the interrupt";
 }
 
@@ -212,7 +231,7 @@ TEST_F(CampaignTest, AChildThatIgnoresTheInterruptIsKilledAfterTheGrace) {
   auto run = run_campaign(s, o);
   ASSERT_TRUE(run.ok());
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10)) << "the campaign waited for its child";
-  EXPECT_EQ(campaign_ledger(o.dir, s)[0].state, "failed") << "killed: its evaluation in flight is lost";
+  EXPECT_EQ(campaign_ledger(o.dir, s)[0].state, ProblemState::kFailed) << "killed: its evaluation in flight is lost";
 }
 
 TEST_F(CampaignTest, ATaskOfAJobArrayRunsOnlyItsProblemOnTheGpuItWasGiven) {

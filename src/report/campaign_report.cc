@@ -174,7 +174,7 @@ Result<ProblemResult> read_run(const fs::path& run_dir, const std::string& id, c
       }
     }
   }
-  r.state = evals.empty() ? "pending" : "done";
+  r.state = evals.empty() ? driver::ProblemState::kPending : driver::ProblemState::kDone;
   return r;
 }
 
@@ -291,7 +291,7 @@ json to_json(const CampaignReport& r) {
                         {"kind", p.kind},
                         {"group", p.group},
                         {"level", p.level},
-                        {"state", p.state},
+                        {"state", driver::to_string(p.state)},
                         {"error", p.error},
                         {"correct", p.correct},
                         {"best_s", p.best_s},
@@ -330,9 +330,9 @@ std::string to_csv(const CampaignReport& r) {
       "joules_per_call,candidates,llm_calls,tokens,cost_usd,device\n";
   for (const auto& p : r.problems)
     o += fmt::format("{},{},{},{},{:.6g},{:.6g},{:.4g},{:.6g},{:.4g},{:.6g},{:.4g},{:.4g},{:.6g},{},{},{},{:.4f},{}\n",
-                     csv_field(p.id), p.group, p.state, p.correct ? 1 : 0, p.best_s, p.reference_s, p.speedup, p.eager_s,
-                     p.vs_eager, p.compile_s, p.vs_compile, p.speed_of_light, p.joules_per_call, p.candidates,
-                     p.llm_calls, p.tokens, p.cost_usd, csv_field(p.device));
+                     csv_field(p.id), p.group, driver::to_string(p.state), p.correct ? 1 : 0, p.best_s, p.reference_s,
+                     p.speedup, p.eager_s, p.vs_eager, p.compile_s, p.vs_compile, p.speed_of_light, p.joules_per_call,
+                     p.candidates, p.llm_calls, p.tokens, p.cost_usd, csv_field(p.device));
   return o;
 }
 
@@ -384,13 +384,13 @@ std::string to_text(const CampaignReport& r) {
   o += fmt::format("\n{:<28} {:<10} {:>10} {:>9} {:>9} {:>10} {:>6} {:>10} {:>6}\n", "problem", "state", "best",
                    "speedup", "vs eager", "vs compile", "SOL", "J/call", "cands");
   for (const auto& p : r.problems)
-    o += fmt::format("{:<28} {:<10} {:>10} {:>9} {:>9} {:>10} {:>6} {:>10} {:>6}\n", p.id, p.state,
+    o += fmt::format("{:<28} {:<10} {:>10} {:>9} {:>9} {:>10} {:>6} {:>10} {:>6}\n", p.id, driver::to_string(p.state),
                      p.correct ? format_seconds(p.best_s) : "-", x_or_dash(p.speedup), x_or_dash(p.vs_eager),
                      x_or_dash(p.vs_compile), p.speed_of_light > 0 ? fmt::format("{:.0f}%", 100 * p.speed_of_light) : "-",
                      p.joules_per_call > 0 ? fmt::format("{:.3g}", p.joules_per_call) : "-", p.candidates);
   o += energy_text(r);
   for (const auto& p : r.problems)
-    if (p.state == "failed") o += fmt::format("\n{} failed: {}\n", p.id, p.error);
+    if (p.state == driver::ProblemState::kFailed) o += fmt::format("\n{} failed: {}\n", p.id, p.error);
   for (const auto& n : r.notes) o += "\nnote: " + n + "\n";
   return o;
 }
@@ -603,8 +603,9 @@ std::string to_html(const CampaignReport& r) {
     o += fmt::format(
         "<tr><td><a href=\"#p-{0}\">{0}</a></td><td class=\"{1}\">{1}</td><td>{2}</td><td>{3}</td><td>{4}</td><td>{5}</td>"
         "<td>{6}</td><td>{7}</td><td>{8}</td><td>{9}</td><td>{10}</td><td>${11:.3f}</td><td>{12}</td></tr>\n",
-        esc(p.id), esc(p.state), p.correct ? format_seconds(p.best_s) : "-", x_or_dash(p.speedup), x_or_dash(p.vs_eager),
-        x_or_dash(p.vs_compile), p.speed_of_light > 0 ? fmt::format("{:.0f}%", 100 * p.speed_of_light) : "-",
+        esc(p.id), esc(driver::to_string(p.state)), p.correct ? format_seconds(p.best_s) : "-", x_or_dash(p.speedup),
+        x_or_dash(p.vs_eager), x_or_dash(p.vs_compile),
+        p.speed_of_light > 0 ? fmt::format("{:.0f}%", 100 * p.speed_of_light) : "-",
         p.joules_per_call > 0 ? fmt::format("{:.3g}", p.joules_per_call) : "-", p.candidates, p.llm_calls, p.tokens,
         p.cost_usd, esc(p.device));
   o += "</table>\n";
@@ -628,7 +629,7 @@ std::string to_html(const CampaignReport& r) {
   o += "</div>\n";
   for (const auto& p : r.problems) {
     o += fmt::format("<section id=\"p-{}\"><h3>{}</h3>\n", esc(p.id), esc(p.id));
-    if (p.state == "failed") o += "<p class=\"failed\">" + esc(p.error) + "</p>\n";
+    if (p.state == driver::ProblemState::kFailed) o += "<p class=\"failed\">" + esc(p.error) + "</p>\n";
     o += tree_svg(p) + "\n";
     if (!p.diagnosis.empty()) {
       o += "<details open><summary>diagnosis of the best candidate</summary><ul>";

@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "driver/campaign.h"
 #include "util/result.h"
 
 namespace kp::report {
@@ -39,7 +40,10 @@ struct TreeNode {
 };
 
 struct ProblemResult {
-  std::string id, kind, group, state;  // group: "level1", "native"
+  std::string id, kind, group;  // group: "level1", "native"
+  // The ledger's; for one run folder (`kernelpro report RUN_DIR`), kDone once a candidate was
+  // evaluated, else kPending.
+  driver::ProblemState state = driver::ProblemState::kPending;
   int level = 0;
   std::string error;                    // the ledger's, for failed problems
   bool correct = false;                 // a candidate passed every check

@@ -62,7 +62,7 @@ class CampaignReportDir : public ::testing::Test {
     spec.problems.push_back({"level1/19_ReLU", "kernelbench", py, 1});
     ASSERT_TRUE(driver::save_campaign(campaign(), spec).ok());
     driver::ProblemStatus st;
-    st.state = "done";
+    st.state = driver::ProblemState::kDone;
     ASSERT_TRUE(driver::write_problem_status(campaign(), spec.problems[0], st).ok());
     auto s = store::RunStore::open(campaign() / "runs" / "level1-19_ReLU" / "store.db").value();
     const int64_t c0 = s.add_candidate("seed", "").value(), c1 = s.add_candidate("fast", "").value(),
@@ -220,7 +220,7 @@ TEST(CampaignReportRecorded, TheH100CampaignsGiveTheirFigures) {
   EXPECT_EQ(ex->groups[0].correct, 7) << "all but the CuTe GEMM, which had no CUTLASS there";
   EXPECT_EQ(ex->groups[0].candidates, 26);
   for (const auto& p : ex->problems) {
-    if (p.id == "gemm_bf16_cute") EXPECT_EQ(p.state, "failed");
+    if (p.id == "gemm_bf16_cute") EXPECT_EQ(p.state, driver::ProblemState::kFailed);
     if (p.id == "softmax") EXPECT_NEAR(p.speedup, 2.31, 0.01);
     if (p.correct) EXPECT_EQ(p.device, "NVIDIA H100 80GB HBM3") << p.id;
   }
