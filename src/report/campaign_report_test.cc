@@ -220,9 +220,15 @@ TEST(CampaignReportRecorded, TheH100CampaignsGiveTheirFigures) {
   EXPECT_EQ(ex->groups[0].correct, 7) << "all but the CuTe GEMM, which had no CUTLASS there";
   EXPECT_EQ(ex->groups[0].candidates, 26);
   for (const auto& p : ex->problems) {
-    if (p.id == "gemm_bf16_cute") EXPECT_EQ(p.state, driver::ProblemState::kFailed);
-    if (p.id == "softmax") EXPECT_NEAR(p.speedup, 2.31, 0.01);
-    if (p.correct) EXPECT_EQ(p.device, "NVIDIA H100 80GB HBM3") << p.id;
+    if (p.id == "gemm_bf16_cute") {
+      EXPECT_EQ(p.state, driver::ProblemState::kFailed);
+    }
+    if (p.id == "softmax") {
+      EXPECT_NEAR(p.speedup, 2.31, 0.01);
+    }
+    if (p.correct) {
+      EXPECT_EQ(p.device, "NVIDIA H100 80GB HBM3") << p.id;
+    }
   }
   auto kb = campaign_report(data / "h100-kb-manual");
   ASSERT_TRUE(kb.ok()) << kb.error().message;
