@@ -127,7 +127,9 @@ const std::vector<CheatCase>& cheat_cases() {
   return cases;
 }
 
-class CheatIsCaught : public ::testing::TestWithParam<CheatCase> {
+// The suites' common fixture: one worker for the suite (AntiCheatGpu), skipped without a GPU.
+template <class Param>
+class OnTheSharedWorker : public ::testing::TestWithParam<Param> {
  protected:
   static void SetUpTestSuite() { AntiCheatGpu::SetUpSuite(); }
   static void TearDownTestSuite() { AntiCheatGpu::TearDownSuite(); }
@@ -135,6 +137,8 @@ class CheatIsCaught : public ::testing::TestWithParam<CheatCase> {
     if (auto why = testing::gpu_missing()) GTEST_SKIP() << *why;
   }
 };
+
+class CheatIsCaught : public OnTheSharedWorker<CheatCase> {};
 
 // A cheat the judge accepts must gain nothing: its median at least this share of the honest
 // twin's (the task's seed, or a table's honest row), measured in the same run.
@@ -208,14 +212,7 @@ std::vector<HonestCase> honest_cases() {
   return cases;
 }
 
-class HonestCandidatePasses : public ::testing::TestWithParam<HonestCase> {
- protected:
-  static void SetUpTestSuite() { AntiCheatGpu::SetUpSuite(); }
-  static void TearDownTestSuite() { AntiCheatGpu::TearDownSuite(); }
-  void SetUp() override {
-    if (auto why = testing::gpu_missing()) GTEST_SKIP() << *why;
-  }
-};
+class HonestCandidatePasses : public OnTheSharedWorker<HonestCase> {};
 
 TEST_P(HonestCandidatePasses, EveryRule) {
   const HonestCase& c = GetParam();
@@ -375,14 +372,7 @@ std::vector<RedTeamRow> redteam_rows() {
   return rows;
 }
 
-class RedTeam : public ::testing::TestWithParam<RedTeamRow> {
- protected:
-  static void SetUpTestSuite() { AntiCheatGpu::SetUpSuite(); }
-  static void TearDownTestSuite() { AntiCheatGpu::TearDownSuite(); }
-  void SetUp() override {
-    if (auto why = testing::gpu_missing()) GTEST_SKIP() << *why;
-  }
-};
+class RedTeam : public OnTheSharedWorker<RedTeamRow> {};
 
 // A cheat must not be accepted (its row names the outcomes a correct judge gives, any class);
 // an honest twin must pass. Rows about the graph-timed gelu run on testing::tiny_gelu; the one
