@@ -193,7 +193,6 @@ struct CoreAdapter;  // evaluation_core.cc
 
 struct NativeEvaluator::Impl {
   eval::DeviceInfo device;
-  std::unique_ptr<Nvml> nvml;
   std::optional<double> idle_watts;  // measured once per worker
   cudaStream_t stream = nullptr;
   cudaEvent_t start = nullptr, stop = nullptr;
@@ -228,7 +227,8 @@ struct NativeEvaluator::Impl {
   // past kLeakRetireBytes the worker retires, so no later evaluation runs short of memory.
   int64_t outside_baseline = -1;
   static constexpr int64_t kLeakRetireBytes = int64_t{256} << 20;
-  // Bytes held outside DeviceBuffer now (-1 when unknown); sets `retire` past the baseline's slack.
+  // Bytes held outside DeviceBuffer now (-1 when unknown); retire_if_memory_left sets `retire`
+  // when they exceed the baseline by kLeakRetireBytes.
   int64_t device_bytes_outside_harness() const;
   void retire_if_memory_left();
   // Threads of the process before the candidate's library was loaded (-1: not counted): the

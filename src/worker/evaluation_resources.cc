@@ -37,13 +37,9 @@ int64_t NativeEvaluator::Impl::device_bytes_outside_harness() const {
 }
 
 void NativeEvaluator::Impl::retire_if_memory_left() {
-  if (poisoned) return;
+  if (poisoned || outside_baseline < 0) return;
   const int64_t now = device_bytes_outside_harness();
   if (now < 0) return;
-  if (outside_baseline < 0) {
-    outside_baseline = now;
-    return;
-  }
   // Other processes' memory counts too (cudaMemGetInfo is device-wide): a retire then only costs
   // a fresh worker.
   if (now - outside_baseline > kLeakRetireBytes) {

@@ -175,7 +175,7 @@ struct Worker {
     } else {
       device.nvml_error = nvml.error().message;
     }
-    evaluator = std::make_unique<kp::worker::NativeEvaluator>(device, nvml.ok() ? std::move(*nvml) : nullptr);
+    evaluator = std::make_unique<kp::worker::NativeEvaluator>(device);
   }
 
   // One request, one reply. *exit_code is set when the worker must exit after replying: 0 for

@@ -204,10 +204,8 @@ MaybeStop NativeEvaluator::Impl::profile_run(const CandidateLibrary& ref, const 
   return std::nullopt;
 }
 
-NativeEvaluator::NativeEvaluator(eval::DeviceInfo device, std::unique_ptr<Nvml> nvml)
-    : impl_(std::make_unique<Impl>()) {
+NativeEvaluator::NativeEvaluator(eval::DeviceInfo device) : impl_(std::make_unique<Impl>()) {
   impl_->device = std::move(device);
-  impl_->nvml = std::move(nvml);
 }
 
 NativeEvaluator::~NativeEvaluator() = default;
@@ -220,7 +218,7 @@ eval::WorkerReport NativeEvaluator::evaluate(const task::Task& task, const std::
   for (const auto& o : task.outputs) report.output_names.push_back(o.name);
   Impl& m = *impl_;
   m.begin_evaluation(task, options, seed);
-  if (m.outside_baseline < 0) m.retire_if_memory_left();  // the first evaluation: the baseline
+  if (m.outside_baseline < 0) m.outside_baseline = m.device_bytes_outside_harness();  // the first evaluation's
   auto finish = [&](Outcome o, std::string reason, std::string cheat = {}) {
     report.outcome = o;
     report.reason = std::move(reason);

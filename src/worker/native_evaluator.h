@@ -11,17 +11,15 @@
 #include "task/task.h"
 #include "verdict/eval_options.h"
 #include "verdict/protocol.h"
-#include "judge/nvml_energy.h"
 
 namespace kp::worker {
 
-using judge::Nvml;
 struct CoreAdapter;
 
 class NativeEvaluator {
  public:
-  // nvml may be null (energy then reports nvml_error as the reason it was not measured).
-  NativeEvaluator(eval::DeviceInfo device, std::unique_ptr<Nvml> nvml);
+  // Energy is the judge core's, which opens NVML itself (judge/session.cc).
+  explicit NativeEvaluator(eval::DeviceInfo device);
   ~NativeEvaluator();
 
   // Evaluates the candidate at cand_path against the reference at ref_path. Every failure of
