@@ -745,10 +745,11 @@ class Evaluation:
             # Flipped by the core and remembered: a trial's output handed back by a timed call is
             # then named a result cache, not mistaken for deferred work. Each buffer once (a
             # second flip would put it back).
-            seen = set()
-            checked = [o for o in tensors(out) if o.is_cuda and o.is_contiguous()
-                       and not (o.data_ptr() in seen or seen.add(o.data_ptr()))]
-            self._core.note_checked(checked)
+            checked = {}
+            for o in tensors(out):
+                if o.is_cuda and o.is_contiguous():
+                    checked.setdefault(o.data_ptr(), o)
+            self._core.note_checked(list(checked.values()))
             previous.append(_bits(out))  # as flipped: kept and handed back, it is this
             self.report["trials_run"] = t + 1
             del out, want, pristine, xs
