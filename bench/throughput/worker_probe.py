@@ -24,8 +24,9 @@ def step(name, fn):
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 torch = step("import torch", lambda: __import__("torch"))
 evaluate = step("import kernelpro_torch.evaluate", lambda: __import__("kernelpro_torch.evaluate").evaluate)
+from kernelpro_torch import device as kp_device  # noqa: E402  (imported by evaluate)
 step("torch.cuda.init", torch.cuda.init)
-dev = step("evaluate.Device() (context, NVML, flush buffer, copy bandwidth)", evaluate.Device)
+dev = step("device.Device() (context, NVML, flush buffer, copy bandwidth)", kp_device.Device)
 from kernelpro_torch import problem as pb  # noqa: E402  (already imported by evaluate)
 
 prob = step("Problem(path)", lambda: pb.Problem(sys.argv[1]))

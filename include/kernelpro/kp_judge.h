@@ -94,6 +94,34 @@ KPJ_API kpj_session* kpj_open(const kpj_config* config, char* err, size_t err_le
 KPJ_API int kpj_time(kpj_session* s, int32_t role, kpj_refresh_fn refresh, kpj_call_fn call,
                      kpj_outputs_fn outputs, void* ctx);
 
+/* The adapter's look at a correctness trial (kpj_trials), for what only it can compute (a float64
+ * run of the reference on the trial's inputs, say). The trial's inputs and both roles' outputs are
+ * as the last refresh and outputs callbacks described them.
+ *  - KPJ_TRIAL_PASSED: every output of the trial on set `set` passed the core's check (`output` is
+ *    -1); KPJ_CALLBACK_FAILED stops the evaluation with the adapter's own reason.
+ *  - KPJ_TRIAL_FAILED: output `output` failed as a plain wrong answer; the adapter may write one
+ *    clause that explains it into note (note_len bytes, NUL-terminated): it is added to the reason.
+ */
+enum { KPJ_TRIAL_PASSED = 0, KPJ_TRIAL_FAILED = 1 };
+typedef int (*kpj_trial_fn)(void* ctx, int32_t kind, int32_t set, int32_t output, char* note, size_t note_len);
+
+typedef struct kpj_trials_config {
+  int32_t count;          /* trials, >= 1 */
+  const uint64_t* seeds;  /* one per trial, distinct: set 0's seed (drawn by the adapter from the
+                             evaluation's seed, so that a trial can be repeated) */
+} kpj_trials_config;
+
+/* The correctness trials. Each: set 0 refreshed with the trial's seed, one untimed call of the
+ * candidate, its outputs described (the adapter's checks of the returned objects belong there),
+ * then the checks of a timed call: no output aliases an input, the inputs are unchanged, the
+ * outputs do not change while the reference runs on the same inputs after the call, and every
+ * output is within tolerance of the reference's. A failure is named by what it looks like
+ * (constant_output, precision_downgrade; result_cache when the output is an earlier trial's), and
+ * a passing trial's outputs are flipped, so one handed back later unchanged is a result cache.
+ * `look` may be NULL. Once per session, before kpj_time of the candidate. Returns as kpj_time. */
+KPJ_API int kpj_trials(kpj_session* s, const kpj_trials_config* config, kpj_refresh_fn refresh, kpj_call_fn call,
+                       kpj_outputs_fn outputs, kpj_trial_fn look, void* ctx);
+
 typedef struct kpj_energy_config {
   double window_s;       /* seconds of back-to-back calls; <= 0: no energy ("disabled") */
   double idle_window_s;  /* seconds of idle power measured when idle_watts < 0 */
@@ -118,11 +146,6 @@ KPJ_API int kpj_energy(kpj_session* s, const kpj_energy_config* config, kpj_refr
  * said later changes it. */
 KPJ_API void kpj_note_stop(kpj_session* s, const char* outcome, const char* reason, const char* cheat);
 
-/* Outputs the adapter checked itself (the KernelBench worker's correctness trials), right after
- * their check: the core flips every bit of them and remembers their buffers, so a later call that
- * hands one back unchanged is named a result cache. Ignored after the verdict. */
-KPJ_API void kpj_note_checked(kpj_session* s, const kpj_tensors* outputs);
-
 /* The session's verdict so far as JSON: {"candidate": TimingReport, "reference": TimingReport,
  * "energy": EnergyReport, "stop": {"outcome","reason","cheat"} or null, "tainted": reason or ""}. Owned by the session,
  * valid until the next call on it. */
@@ -135,6 +158,13 @@ KPJ_API const char* kpj_result_json(kpj_session* s);
  * Seals the session: a later call returns NULL. Refused (NULL, tainted) from inside a callback.
  * Owned by the session. */
 KPJ_API const char* kpj_finish(kpj_session* s, const char* report_json);
+
+/* One output against the reference's on the GPU, by the core's rule (no session needed: the
+ * profiler's check before it profiles, say). tolerance: atol, rtol, rel_norm. Writes the check as
+ * JSON (verdict/compare.h's OutputCheck) into json. Returns 1 passed, 0 failed, -1 when the
+ * comparison could not run (the reason in json). */
+KPJ_API int kpj_compare(const kpj_tensor* out, const kpj_tensor* want, const double tolerance[3], uint64_t stream,
+                        char* json, size_t json_len);
 
 /* Frees a session after its verdict; a session without one is not freed (its use by the adapter
  * goes on; the attempt is recorded and makes the verdict a rejection). */

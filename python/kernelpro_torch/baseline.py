@@ -1,6 +1,6 @@
 """Reference timings of a KernelBench problem: PyTorch eager and torch.compile (inductor, default).
 
-The same timing method as candidates (the judge core, evaluate.time_reference: single calls on
+The same timing method as candidates (the judge core, judge.time_reference: single calls on
 the current stream on inputs drawn fresh for each, L2 flushed and persisting L2 reset before
 each, device sync after), KernelBench's warm-up of 5
 and 100 trials, under no_grad, models built as KernelBench builds them (seed 42, CPU, then
@@ -13,7 +13,7 @@ import statistics
 
 import torch
 
-from . import evaluate as ev, problem as pb, eval_options
+from . import harness as ev, judge, problem as pb, eval_options
 
 
 def _stats(samples_s, warmup_s):
@@ -70,7 +70,7 @@ def time_problem(dev, path, modes, warmup=5, trials=100, precision="fp32"):
             opts = eval_options.options_with_defaults({"warmup_calls": 1, "timing_budget_s": 0.0, "timing_cap_s": 0.0,
                                                       "min_trials": trials,
                                                       "max_trials": trials})
-            timing = ev.time_reference(dev, prob, model, opts, torch.device("cuda", 0), dtype, who=f"the {mode} reference")
+            timing = judge.time_reference(dev, prob, model, opts, torch.device("cuda", 0), dtype, who=f"the {mode} reference")
             results[mode] = _stats(timing["samples_s"], warmup_s)
         except ev.Stop as s:
             results[mode] = {"ok": False, "error": s.reason}

@@ -16,8 +16,13 @@ kp-worker in the build tree (build/libkp_judge.so) or in the installed layout.
 import ctypes
 import json
 import os
+import random
 
 import torch
+
+from .compare import tolerance_for
+from .harness import (Stop, _bitwise_equal, _contiguous, _sync, compulsory_bytes, core_stop, nbytes, outputs_of,
+                      problem_failure, run_guarded, tensors)
 
 MAX_TENSORS = 16
 MAX_RANK = 8
@@ -57,6 +62,13 @@ class Config(ctypes.Structure):
 REFRESH_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.c_uint64, ctypes.POINTER(Tensors))
 CALL_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32)
 OUTPUTS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(Tensors))
+TRIAL_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32,
+                            ctypes.c_void_p, ctypes.c_size_t)
+TRIAL_PASSED, TRIAL_FAILED = 0, 1
+
+
+class TrialsConfig(ctypes.Structure):
+    _fields_ = [("count", ctypes.c_int32), ("seeds", ctypes.POINTER(ctypes.c_uint64))]
 
 
 class EnergyConfig(ctypes.Structure):
@@ -83,14 +95,15 @@ _LIB = None
 # The library's functions, module globals once loaded: the Seal (seal.py) holds every global of
 # this module to its identity, so a candidate that rebinds one (or the CDLL's attribute they came
 # from) changes nothing the harness calls, and is caught.
-_kpj_open = _kpj_time = _kpj_energy = _kpj_note_stop = _kpj_note_checked = _kpj_result_json = _kpj_finish = _kpj_close = None
+_kpj_open = _kpj_time = _kpj_trials = _kpj_energy = _kpj_note_stop = _kpj_compare = _kpj_result_json = None
+_kpj_finish = _kpj_close = None
 
 
 def _load():
     """The library with its signatures set, loaded once (before any candidate code runs: the
     worker opens its first session then)."""
-    global _LIB, _kpj_open, _kpj_time, _kpj_energy, _kpj_note_stop, _kpj_note_checked, _kpj_result_json, _kpj_finish
-    global _kpj_close
+    global _LIB, _kpj_open, _kpj_time, _kpj_trials, _kpj_energy, _kpj_note_stop, _kpj_compare, _kpj_result_json
+    global _kpj_finish, _kpj_close
     if _LIB is None:
         path = library_path()
         if path is None:
@@ -106,8 +119,12 @@ def _load():
                                    ctypes.c_void_p]
         lib.kpj_note_stop.restype = None
         lib.kpj_note_stop.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]
-        lib.kpj_note_checked.restype = None
-        lib.kpj_note_checked.argtypes = [ctypes.c_void_p, ctypes.POINTER(Tensors)]
+        lib.kpj_trials.restype = ctypes.c_int
+        lib.kpj_trials.argtypes = [ctypes.c_void_p, ctypes.POINTER(TrialsConfig), REFRESH_FN, CALL_FN, OUTPUTS_FN,
+                                   TRIAL_FN, ctypes.c_void_p]
+        lib.kpj_compare.restype = ctypes.c_int
+        lib.kpj_compare.argtypes = [ctypes.POINTER(Tensor), ctypes.POINTER(Tensor), ctypes.POINTER(ctypes.c_double),
+                                    ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t]
         lib.kpj_result_json.restype = ctypes.c_char_p
         lib.kpj_result_json.argtypes = [ctypes.c_void_p]
         lib.kpj_finish.restype = ctypes.c_char_p
@@ -116,7 +133,7 @@ def _load():
         lib.kpj_close.argtypes = [ctypes.c_void_p]
         _kpj_open, _kpj_time, _kpj_energy = lib.kpj_open, lib.kpj_time, lib.kpj_energy
         _kpj_result_json, _kpj_note_stop = lib.kpj_result_json, lib.kpj_note_stop
-        _kpj_note_checked = lib.kpj_note_checked
+        _kpj_trials, _kpj_compare = lib.kpj_trials, lib.kpj_compare
         _kpj_finish, _kpj_close = lib.kpj_finish, lib.kpj_close
         _LIB = lib
     return _LIB
@@ -167,7 +184,7 @@ def _finite(x):
 
 class Core:
     """One session of the judge core. `options` holds EvalOptions fields (eval_options's
-    options_with_defaults), `dev` is evaluate.Device, `tolerance` maps a torch dtype to
+    options_with_defaults), `dev` is device.Device, `tolerance` maps a torch dtype to
     (atol, rtol, rel_norm)."""
 
     def __init__(self, dev, options, sets, inputs_vary, tolerance, reference_only=False):
@@ -205,17 +222,27 @@ class Core:
         may raise: the exception is kept and re-raised here once the core has returned (nothing
         crosses the C boundary). Returns the core's result dict when it stopped the evaluation
         itself ("stop" set), else None."""
-        return self._drive(lambda r, c, o: _kpj_time(self.handle, role, r, c, o, None), refresh, call, outputs)
+        return self._drive(lambda r, c, o, _t: _kpj_time(self.handle, role, r, c, o, None), refresh, call, outputs)
+
+    def trials(self, seeds, refresh, call, outputs, look=None):
+        """The correctness trials through the core (kpj_trials): one per seed, set 0 drawn with it.
+        look(kind, inputs, candidate_outputs, reference_outputs, output) is the adapter's own look:
+        at a passing trial (kind TRIAL_PASSED; raise to stop) or at output `output` of a failed one
+        (TRIAL_FAILED; return a clause that explains it, or ""). Returns as time()."""
+        arr = (ctypes.c_uint64 * len(seeds))(*[int(x) for x in seeds])
+        config = TrialsConfig(len(seeds), arr)
+        return self._drive(lambda r, c, o, t: _kpj_trials(self.handle, ctypes.byref(config), r, c, o, t, None),
+                           refresh, call, outputs, look)
 
     def energy(self, window_s, idle_window_s, idle_watts, call_s, refresh, call, outputs):
         """The candidate's energy window through the core (kpj_energy), with the callbacks of
         time(). idle_watts None: the core measures it. Returns as time()."""
         config = EnergyConfig(float(window_s), float(idle_window_s), -1.0 if idle_watts is None else float(idle_watts),
                               float(call_s))
-        return self._drive(lambda r, c, o: _kpj_energy(self.handle, ctypes.byref(config), r, c, o, None),
+        return self._drive(lambda r, c, o, _t: _kpj_energy(self.handle, ctypes.byref(config), r, c, o, None),
                            refresh, call, outputs)
 
-    def _drive(self, enter, refresh, call, outputs):
+    def _drive(self, enter, refresh, call, outputs, look=None):
         failure = []
         keep = {}
 
@@ -249,8 +276,23 @@ class Core:
                 failure.append(e)
                 return CALLBACK_FAILED
 
+        def on_look(_ctx, kind, k, j, note, note_len):
+            try:
+                said = look(int(kind), keep[("in", int(k))][0], keep.get(("out", CANDIDATE)),
+                            keep.get(("out", REFERENCE)), int(j))
+                if kind == TRIAL_FAILED and said and note:
+                    data = str(said).encode(errors="replace")[:int(note_len) - 1] + b"\0"
+                    ctypes.memmove(note, data, len(data))
+                return CALL_OK
+            except BaseException as e:  # noqa: B902
+                if kind == TRIAL_FAILED:
+                    return CALL_OK  # a note that could not be made is only a shorter reason
+                failure.append(e)
+                return CALLBACK_FAILED
+
         refresh_fn, call_fn, outputs_fn = REFRESH_FN(on_refresh), CALL_FN(on_call), OUTPUTS_FN(on_outputs)
-        rc = enter(refresh_fn, call_fn, outputs_fn)
+        look_fn = TRIAL_FN(on_look) if look is not None else TRIAL_FN()
+        rc = enter(refresh_fn, call_fn, outputs_fn, look_fn)
         keep.clear()
         if rc == CALLBACK_FAILED and failure:
             raise failure[0]
@@ -263,17 +305,6 @@ class Core:
         the verdict, and no timing is accepted after it."""
         _kpj_note_stop(self.handle, str(outcome).encode(), str(reason).encode(errors="replace"),
                        str(cheat or "").encode())
-
-    def note_checked(self, outputs):
-        """Outputs checked by the adapter (a correctness trial's): the core flips them and
-        remembers their buffers, so one handed back later unchanged is a result cache. Outputs the
-        core cannot describe are left alone (the trial's own fingerprint test still sees them)."""
-        ts = Tensors()
-        try:
-            describe(outputs, ts, "output")
-        except Unsupported:
-            return
-        _kpj_note_checked(self.handle, ctypes.byref(ts))
 
     def result(self):
         return json.loads(_kpj_result_json(self.handle).decode())
@@ -292,3 +323,92 @@ class Core:
         if self.handle:
             _kpj_close(self.handle)
             self.handle = None
+
+
+def compare(out, want, tolerance):
+    """One output against the reference's on the GPU, by the core's rule (kpj_compare): the check as
+    a dict (verdict/compare.h's OutputCheck fields). tolerance: (atol, rtol, rel_norm)."""
+    _load()
+    a, b = Tensors(), Tensors()
+    describe([out.contiguous()], a, "output")
+    describe([want.contiguous()], b, "reference output")
+    tol = (ctypes.c_double * 3)(*[float(v) for v in tolerance])
+    buf = ctypes.create_string_buffer(8192)
+    rc = _kpj_compare(ctypes.byref(a.t[0]), ctypes.byref(b.t[0]), tol, torch.cuda.current_stream().cuda_stream, buf,
+                      len(buf))
+    if rc < 0:
+        raise RuntimeError(buf.value.decode(errors="replace"))
+    return json.loads(buf.value.decode(errors="replace"))
+
+
+def refresher(prob, device, dtype, sets):
+    """The judge core's refresh callback: set k's inputs drawn anew from get_inputs() with the
+    core's seed, into `sets` (the previous ones dropped first, so two sets never coexist)."""
+    def refresh(k, seed):
+        sets.pop(k, None)
+        try:
+            sets[k] = prob.inputs(seed, device, dtype)
+        except Exception as e:
+            raise problem_failure(e, "the problem's get_inputs()", reference_failed=True)
+        return sets[k]
+
+    return refresh
+
+
+def time_reference(dev, prob, model, options, device, dtype, who="the reference", core=None):
+    """The reference timed by the judge core (the method candidates get: fresh inputs drawn for
+    every call, L2 flushed, events on the current stream), in `core`'s session or, without one, a
+    session of its own. Returns the core's TimingReport dict; raises Stop (reference_failed)
+    when the problem fails."""
+    own = core is None
+    if own:
+        core = Core(dev, options, 1, False, tolerance_for, reference_only=True)
+    try:
+        sets = {}
+        last = {}
+        refresh = refresher(prob, device, dtype, sets)
+
+        def call(_role, k):
+            with torch.no_grad():
+                last["out"] = run_guarded(lambda: model(*sets[k]), who)
+
+        def outputs(_role):
+            return _contiguous(outputs_of(last.pop("out"), who))
+
+        try:
+            stopped = core_stop(core.time(REFERENCE, refresh, call, outputs))
+        except Stop as st:
+            st.reference_failed = True
+            raise
+        if stopped is not None:
+            stopped.reference_failed = True
+            raise stopped
+        return core.result()["reference"]
+    finally:
+        if own:
+            core.finish({})  # a session is closed after its verdict
+            core.close()
+
+
+def open_for_problem(dev, options, prob, device, dtype, call_ref, model):
+    """A session for one evaluation of `prob`, opened before the candidate loads: (core, whether two
+    seeds give different inputs, the compulsory bytes of a call). Input sets: as many as fit, each
+    its inputs and the candidate's and the reference's outputs, in a quarter of free memory. When
+    two seeds give the same inputs, repeated inputs are no sign of a changed harness."""
+    rng = random.SystemRandom()
+    try:
+        a = prob.inputs(rng.randrange(2 ** 32 - 1), device, dtype)
+        b = prob.inputs(rng.randrange(2 ** 32 - 1), device, dtype)
+    except Exception as e:
+        raise problem_failure(e, "the problem's get_inputs()")
+    vary = any(not _bitwise_equal(x, y) for x, y in zip(tensors(a), tensors(b)))
+    want = outputs_of(run_guarded(lambda: call_ref(a), "the problem's reference"), "the reference")
+    run_guarded(_sync, "the problem's reference")
+    io_bytes = compulsory_bytes(a, want, model)
+    per_set = nbytes(a) + 2 * nbytes(want)
+    del a, b, want
+    free, _ = torch.cuda.mem_get_info()
+    n = max(1, int(options["input_sets"]))
+    while n > 1 and per_set * n > free // 4:
+        n -= 1
+    return Core(dev, options, n, vary, tolerance_for), vary, io_bytes

@@ -200,3 +200,23 @@ def restore(before):
             _use_deterministic(bool(before["flags"]["deterministic_algorithms"]), warn_only=warn_only)
         except Exception:
             pass
+
+
+def check(before, when, with_probe, notes):
+    """Stops (process_mode) when the process's arithmetic modes changed since `before`, putting
+    them back; puts back (and notes in `notes`, at most 8) a change of its algorithm modes, so that
+    the reference runs in the problem's own."""
+    from .harness import Stop
+
+    changed = changes(before, with_probe=with_probe)
+    if changed:
+        restore(before)
+        raise Stop("rejected", f"the candidate changed process-wide numeric modes during {when}: {'; '.join(changed)}. "
+                               "A mode set for the whole process changes the reference too (its outputs and its "
+                               "timing); set what your own kernels need inside them, not on PyTorch",
+                   cheat="process_mode")
+    algorithms = algorithm_changes(before)
+    if algorithms:
+        restore(before)
+        if len(notes) < 8:
+            notes.append(f"put back after {when}: {'; '.join(algorithms)}")

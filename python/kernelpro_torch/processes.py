@@ -89,3 +89,22 @@ def describe(procs):
     """"pid 123 (sleep), pid 456 (python3)" for a reason."""
     return ", ".join(f"pid {pid} ({name})" for pid, name in sorted(procs.items())[:6]) + (
         f" and {len(procs) - 6} more" if len(procs) > 6 else "")
+
+
+def stop_new(before, during):
+    """A process the candidate started and left running (however far it moved: setsid, a double
+    fork, a cleared environment) can load the GPU while the reference or a later candidate is
+    timed: each one not in `before` is killed, and the evaluation stops (background_process). The
+    worker exits after this verdict."""
+    from .harness import Stop
+
+    new = {pid: name for pid, name in live_descendants().items() if pid not in before}
+    if new:
+        for pid in new:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        raise Stop("rejected", f"the candidate left {len(new)} process(es) running after {during}: {describe(new)}; "
+                               "work outside the worker's process escapes the timing and can slow the reference or "
+                               "other candidates", cheat="background_process")

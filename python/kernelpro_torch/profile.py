@@ -25,7 +25,7 @@ from . import loader
 from . import problem as pb
 from . import eval_options
 from . import worker_plan
-from .evaluate import Stop, _describe_exception, context_lost, outputs_of, run_guarded, _sync
+from .harness import Stop, _describe_exception, context_lost, outputs_of, run_guarded, _sync
 
 
 def _trace_marks():

@@ -222,9 +222,9 @@ def main(argv):
             import torch
 
             torch_version = torch.__version__
-            from . import evaluate
+            from . import device, evaluate  # noqa: F401 - the harness imported before any candidate
 
-            dev = evaluate.Device()
+            dev = device.Device()
         except ImportError as e:
             dev_error = (f"PyTorch is not importable by {sys.executable} ({e}); KernelBench problems need torch: "
                          "pip install torch, or point --python / KERNELPRO_PYTHON at an interpreter that has it")

@@ -13,7 +13,7 @@ import unittest
 
 import torch
 
-from kernelpro_torch import evaluate
+from kernelpro_torch import device as kp_device, evaluate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KB = os.path.join(ROOT, "tests", "data", "kernelbench")
@@ -109,7 +109,7 @@ DEV = None
 def device():
     global DEV
     if DEV is None:
-        DEV = evaluate.Device()
+        DEV = kp_device.Device()
     return DEV
 
 

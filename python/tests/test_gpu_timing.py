@@ -120,9 +120,9 @@ class TraceTest(unittest.TestCase):
         import subprocess
 
         code = ("import sys, torch\n"
-                "from kernelpro_torch import evaluate\n"
+                "from kernelpro_torch import trace\n"
                 "x = torch.randn(1 << 20, device='cuda')\n"
-                "t = evaluate.trace_call(lambda xs: torch.relu(xs[0]), [x], None)\n"
+                "t = trace.trace_call(lambda xs: torch.relu(xs[0]), [x], None)\n"
                 "print(len(t['kernels']), len(t['escaped']), 'torch._dynamo' in sys.modules)\n")
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)

@@ -24,7 +24,7 @@ class OptionsSourceTest(unittest.TestCase):
     """The KernelBench worker takes EvalOptions' defaults from eval_defaults.json only: its modules
     read options merged by options_with_defaults, never with a default of their own."""
 
-    MODULES = ("evaluate.py", "profile.py", "baseline.py", "judge.py")
+    MODULES = ("evaluate.py", "profile.py", "baseline.py", "judge.py", "callbacks.py", "trace.py", "precision.py")
     PKG = os.path.join(ROOT, "python", "kernelpro_torch")
 
     def sources(self):

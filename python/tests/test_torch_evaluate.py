@@ -1,4 +1,4 @@
-"""Pieces of evaluate.py that run on the CPU: compulsory traffic, seeds, out-of-memory blame, the
+"""Pieces of the KernelBench worker that run on the CPU: compulsory traffic, seeds, out-of-memory blame, the
 traced call against the timed median. The timed calls, the energy window and their checks are the judge core's
 (src/judge/), tested on the GPU."""
 
@@ -7,16 +7,16 @@ from unittest import mock
 
 import torch
 
-from kernelpro_torch import evaluate, eval_options
+from kernelpro_torch import evaluate, eval_options, harness, trace
 
 
 class TracedWorkTest(unittest.TestCase):
     def test_a_traced_call_heavier_than_a_timed_one_ran_other_work(self):
         # issue 41: its own 1.0 ms GEMM under the profiler, cuBLAS's 0.5 ms when timed
-        self.assertTrue(evaluate.traced_work_exceeds_timed(1.0e-3, 0.51e-3))
+        self.assertTrue(trace.traced_work_exceeds_timed(1.0e-3, 0.51e-3))
         # honest: warm traced kernels take no longer than a flushed, timed call
-        self.assertFalse(evaluate.traced_work_exceeds_timed(0.2e-3, 0.276e-3))
-        self.assertFalse(evaluate.traced_work_exceeds_timed(12e-6, 5e-6), "10 us of slack for short calls")
+        self.assertFalse(trace.traced_work_exceeds_timed(0.2e-3, 0.276e-3))
+        self.assertFalse(trace.traced_work_exceeds_timed(12e-6, 5e-6), "10 us of slack for short calls")
 
 
 class CompulsoryBytesTest(unittest.TestCase):
@@ -26,19 +26,17 @@ class CompulsoryBytesTest(unittest.TestCase):
         model = torch.nn.Sequential(lin, lin)  # the same module twice: its parameters count once
         xs = [torch.zeros(16, 8), 3]  # a scalar argument moves nothing
         outs = [torch.zeros(16, 4, dtype=torch.float64)]
-        self.assertEqual(evaluate.compulsory_bytes(xs, outs, model), 16 * 8 * 4 + 16 * 4 * 8 + (32 + 4) * 4 + 2 * 2)
-        self.assertEqual(evaluate.module_bytes(lambda x: x), 0)
+        self.assertEqual(harness.compulsory_bytes(xs, outs, model), 16 * 8 * 4 + 16 * 4 * 8 + (32 + 4) * 4 + 2 * 2)
+        self.assertEqual(harness.module_bytes(lambda x: x), 0)
 
 
 class SeedsTest(unittest.TestCase):
-    def test_a_reference_only_request_draws_the_sets_of_a_full_evaluation(self):
-        full = evaluate.Evaluation(None, {"options": {"seed": 99}})
-        only = evaluate.Evaluation(None, {"options": {"seed": 99, "reference_only": True, "time_reference": False}})
-        trial_seeds, set_seeds = full._seeds()
-        self.assertEqual(only._seeds(), (trial_seeds, set_seeds))
+    def test_the_trials_seeds_follow_the_evaluations_seed_and_are_distinct(self):
+        trial_seeds = evaluate.Evaluation(None, {"options": {"seed": 99}})._seeds()
+        self.assertEqual(evaluate.Evaluation(None, {"options": {"seed": 99}})._seeds(), trial_seeds)
         self.assertEqual(len(trial_seeds), eval_options.DEFAULTS["correctness_trials"])
-        self.assertEqual(len(set_seeds), eval_options.DEFAULTS["input_sets"])
-        self.assertNotEqual(evaluate.Evaluation(None, {"options": {"seed": 100}})._seeds()[1], set_seeds)
+        self.assertEqual(len(set(trial_seeds)), len(trial_seeds), "the core refuses a repeated trial seed")
+        self.assertNotEqual(evaluate.Evaluation(None, {"options": {"seed": 100}})._seeds(), trial_seeds)
 
 
 class OutOfMemoryTest(unittest.TestCase):
@@ -49,8 +47,8 @@ class OutOfMemoryTest(unittest.TestCase):
         with mock.patch.object(torch.cuda, "empty_cache", lambda: None), \
                 mock.patch.object(torch.cuda, "mem_get_info", lambda *a: (free, total)), \
                 mock.patch.object(torch.cuda, "memory_reserved", lambda *a: reserved), \
-                mock.patch.object(evaluate, "gpu_holders", lambda: holders):
-            return evaluate.out_of_memory(torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB"),
+                mock.patch.object(harness, "gpu_holders", lambda: holders):
+            return harness.out_of_memory(torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB"),
                                           "the candidate")
 
     def test_memory_held_by_another_process_is_gpu_unavailable_and_names_it(self):
@@ -67,7 +65,7 @@ class OutOfMemoryTest(unittest.TestCase):
         self.assertIn("out of device memory", st.reason)
 
     def test_the_problems_own_failure_stays_the_problems(self):
-        st = evaluate.problem_failure(ValueError("bad shape"), "the problem's get_inputs()", reference_failed=True)
+        st = harness.problem_failure(ValueError("bad shape"), "the problem's get_inputs()", reference_failed=True)
         self.assertEqual(st.outcome, "runtime_error")
         self.assertTrue(st.reference_failed)
 

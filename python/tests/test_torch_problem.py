@@ -155,8 +155,11 @@ class GuardTest(unittest.TestCase):
 
 
 class CompareTest(unittest.TestCase):
+    """compare.check_output is the judge core's rule (kpj_compare, src/verdict/compare.cc), asked
+    for the profiler's check: the same verdicts the trials and timed calls get."""
+
     def test_zeros_pass_allclose_on_a_wide_softmax_but_fail_here(self):
-        ref = torch.softmax(torch.rand(64, 32768), dim=1)
+        ref = torch.softmax(torch.rand(64, 32768, device="cuda"), dim=1)
         zeros = torch.zeros_like(ref)
         self.assertTrue(torch.allclose(zeros, ref, atol=1e-4, rtol=1e-4))  # KernelBench's rule lets it through
         c = compare.check_output(zeros, ref)
@@ -165,19 +168,16 @@ class CompareTest(unittest.TestCase):
         noisy = ref * (1 + 1e-6 * torch.randn_like(ref))
         self.assertTrue(compare.check_output(noisy, ref)["passed"])
 
-    def test_half_precision_error_is_flagged_as_a_downgrade(self):
-        a, b = torch.rand(256, 512), torch.rand(512, 256)
-        ref = a @ b
+    def test_half_precision_error_fails_with_an_error_of_that_size(self):
+        a, b = torch.rand(256, 512, device="cuda"), torch.rand(512, 256, device="cuda")
+        ref = (a.double() @ b.double()).float()
         low = (a.bfloat16() @ b.bfloat16()).float()
         c = compare.check_output(low, ref)
         self.assertFalse(c["passed"])
-        self.assertTrue(compare.downgrade_hint(c, torch.float32))
-        # Rounding only the inputs to fp16 and accumulating in fp32 stays within 1e-4: only the
-        # fp64 precision policy catches that (a GPU test covers it).
-        self.assertTrue(compare.check_output(a.half().float() @ b.half().float(), ref)["passed"])
+        self.assertTrue(1e-5 <= c["rel_norm_error"] <= 5e-2, c)  # what failure_kind names precision_downgrade
 
     def test_shape_dtype_nan_and_integers(self):
-        ref = torch.rand(4, 5)
+        ref = torch.rand(4, 5, device="cuda")
         self.assertIn("shape", compare.check_output(ref.reshape(20), ref)["reason"])
         self.assertIn("dtype", compare.check_output(ref.double(), ref)["reason"])
         bad = ref.clone()
@@ -185,60 +185,17 @@ class CompareTest(unittest.TestCase):
         c = compare.check_output(bad, ref)
         self.assertEqual(c["nonfinite"], 1)
         self.assertIn("[1, 2]", c["reason"])
-        i = torch.arange(10)
+        i = torch.arange(10, device="cuda")
         j = i.clone()
         j[3] = 4
         c = compare.check_output(j, i)
         self.assertEqual(c["mismatches"], 1)
         self.assertTrue(compare.check_output(i.clone(), i)["passed"])
-
-    def test_chunked_statistics_match_the_whole_output_formulas(self):
-        # Chunks of 64 elements: a failure in the fourth chunk, zeros in the reference (left out of
-        # the relative error), and every statistic against its formula over the whole output.
-        ref = torch.randn(1000, dtype=torch.float64)
-        ref[::7] = 0
-        out = ref + 1e-9 * torch.randn(1000, dtype=torch.float64)
-        out[200] += 1.0
-        out[201] -= 2.0
-        out[14] = 3e-9  # a reference zero: in the absolute error, not the relative one
-        with mock.patch.object(compare, "CHUNK", 64):
-            c = compare.check_output(out, ref, tol=(1e-6, 1e-6, 1e-3))
-        diff = (out - ref).abs()
-        nz = ref != 0
-        self.assertFalse(c["passed"])
-        self.assertEqual(c["mismatches"], 2)
-        self.assertEqual(c["first_bad_index"], 200)
-        self.assertEqual(c["max_abs_error"], float(diff.max()))
-        self.assertEqual(c["max_rel_error"], float((diff[nz] / ref[nz].abs()).max()))
-        self.assertAlmostEqual(c["rel_norm_error"], float(diff.norm() / ref.norm()), places=12)
-        self.assertIn("[200]", c["reason"])
-
-    def test_an_equal_output_passes_without_the_float64_pass_unless_the_reference_is_infinite(self):
-        ref = torch.randn(300)
-        with mock.patch.object(compare, "CHUNK", 64), \
-                mock.patch.object(compare, "_chunk_terms", side_effect=AssertionError("float64 pass")):
-            c = compare.check_output(ref.clone(), ref)
-        self.assertTrue(c["passed"])
-        self.assertEqual((c["max_abs_error"], c["max_rel_error"], c["rel_norm_error"], c["mismatches"]), (0.0, 0.0, 0.0, 0))
-        inf = ref.clone()
-        inf[250] = float("inf")
-        with mock.patch.object(compare, "CHUNK", 64):
-            c = compare.check_output(inf.clone(), inf)
+        nan = torch.rand(300, device="cuda")
+        nan[3] = float("nan")
+        c = compare.check_output(nan.clone(), nan)  # NaN never equals NaN: the reference is at fault
         self.assertFalse(c["passed"])
         self.assertEqual(c["reference_nonfinite"], 1)
-        nan = ref.clone()
-        nan[3] = float("nan")
-        c = compare.check_output(nan.clone(), nan)  # NaN never equals NaN
-        self.assertFalse(c["passed"])
-        self.assertEqual((c["reference_nonfinite"], c["mismatches"]), (1, 1))
-
-    def test_a_constant_output_in_any_chunk_layout(self):
-        ref = torch.rand(200)
-        with mock.patch.object(compare, "CHUNK", 64):
-            c = compare.check_output(torch.full_like(ref, 0.5), ref, tol=(1.0, 0.0, 10.0))
-        self.assertFalse(c["passed"])
-        self.assertTrue(c["constant_output"])
-        self.assertEqual(c["mismatches"], 0)
 
 
 class InputShapesTest(unittest.TestCase):

@@ -4,7 +4,7 @@ to change the timing or the verdict is seen, named and put back."""
 import json
 import unittest
 
-from kernelpro_torch import compare, evaluate, loader, seal  # noqa: F401 (sealed modules)
+from kernelpro_torch import callbacks, compare, evaluate, harness, loader, seal  # noqa: F401 (sealed modules)
 
 
 class SealTest(unittest.TestCase):
@@ -24,26 +24,26 @@ class SealTest(unittest.TestCase):
         self.assertIsNone(s.check())
 
     def test_a_rebound_timer_global_is_caught_and_put_back(self):
-        original = evaluate._elapsed
-        self.assert_caught(lambda: setattr(evaluate, "_elapsed", lambda s, e: 1e-3),
-                           lambda: setattr(evaluate, "_elapsed", original), "kernelpro_torch.evaluate._elapsed")
+        original = harness._elapsed
+        self.assert_caught(lambda: setattr(harness, "_elapsed", lambda s, e: 1e-3),
+                           lambda: setattr(harness, "_elapsed", original), "kernelpro_torch.harness._elapsed")
 
     def test_a_rebound_comparison_is_caught(self):
-        original = compare.check_output
-        self.assert_caught(lambda: setattr(compare, "check_output", lambda *a, **k: {"passed": True}),
-                           lambda: setattr(compare, "check_output", original), "kernelpro_torch.compare.check_output")
+        original = compare.tolerance_for
+        self.assert_caught(lambda: setattr(compare, "tolerance_for", lambda *a, **k: (1.0, 1.0, 1.0)),
+                           lambda: setattr(compare, "tolerance_for", original), "kernelpro_torch.compare.tolerance_for")
 
     def test_a_rewritten_function_body_is_caught(self):
-        original = evaluate.core_stop.__code__
-        self.assert_caught(lambda: setattr(evaluate.core_stop, "__code__", (lambda *a: None).__code__),
-                           lambda: setattr(evaluate.core_stop, "__code__", original),
-                           "kernelpro_torch.evaluate.core_stop")
+        original = harness.core_stop.__code__
+        self.assert_caught(lambda: setattr(harness.core_stop, "__code__", (lambda *a: None).__code__),
+                           lambda: setattr(harness.core_stop, "__code__", original),
+                           "kernelpro_torch.harness.core_stop")
 
     def test_a_replaced_method_of_a_harness_class_is_caught(self):
-        original = evaluate.Device.prepare_timed_call
-        self.assert_caught(lambda: setattr(evaluate.Device, "prepare_timed_call", lambda self: None),
-                           lambda: setattr(evaluate.Device, "prepare_timed_call", original),
-                           "kernelpro_torch.evaluate.Device.prepare_timed_call")
+        original = callbacks.Callbacks.outputs
+        self.assert_caught(lambda: setattr(callbacks.Callbacks, "outputs", lambda self, role: []),
+                           lambda: setattr(callbacks.Callbacks, "outputs", original),
+                           "kernelpro_torch.callbacks.Callbacks.outputs")
 
     def test_the_replys_json_encoder_is_caught(self):
         original = json.dumps

@@ -6,7 +6,9 @@
 #include <new>
 #include <string>
 
+#include "judge/device_compare.h"
 #include "judge/session.h"
+#include "verdict/protocol.h"
 #include "kernelpro/kp_judge.h"
 
 struct kpj_session {
@@ -53,9 +55,10 @@ void kpj_note_stop(kpj_session* s, const char* outcome, const char* reason, cons
   s->session->note_stop(outcome ? outcome : "", reason ? reason : "", cheat ? cheat : "");
 }
 
-void kpj_note_checked(kpj_session* s, const kpj_tensors* outputs) {
-  if (!s || s != live || !outputs) return;
-  s->session->note_checked(*outputs);
+int kpj_trials(kpj_session* s, const kpj_trials_config* config, kpj_refresh_fn refresh, kpj_call_fn call,
+               kpj_outputs_fn outputs, kpj_trial_fn look, void* ctx) {
+  if (!s || s != live || !config || !refresh || !call || !outputs) return 2;
+  return s->session->trials(*config, {refresh, call, outputs, ctx, look});
 }
 
 int kpj_time(kpj_session* s, int32_t role, kpj_refresh_fn refresh, kpj_call_fn call, kpj_outputs_fn outputs,
@@ -86,6 +89,38 @@ const char* kpj_finish(kpj_session* s, const char* report_json) {
   } catch (...) {
     return nullptr;
   }
+}
+
+int kpj_compare(const kpj_tensor* out, const kpj_tensor* want, const double tolerance[3], uint64_t stream,
+                char* json, size_t json_len) {
+  auto write = [&](const std::string& m) {
+    if (json && json_len) {
+      std::strncpy(json, m.c_str(), json_len - 1);
+      json[json_len - 1] = '\0';
+    }
+  };
+  if (!out || !want || !tolerance || out->dtype < 0 || out->dtype > 6 || want->dtype < 0 || want->dtype > 6 ||
+      out->rank < 0 || out->rank > KPJ_MAX_RANK || want->rank < 0 || want->rank > KPJ_MAX_RANK) {
+    write("kpj_compare: a tensor with a bad dtype or rank");
+    return -1;
+  }
+  static kp::judge::CompareScratch scratch;  // one per process, as the worker's
+  kp::eval::OutputCheck check;
+  const kp::task::Tolerance tol{tolerance[0], tolerance[1], tolerance[2]};
+  if (cudaError_t e = kp::judge::compare_tensor(*out, *want, tol, scratch, reinterpret_cast<cudaStream_t>(stream),
+                                                &check);
+      e != cudaSuccess) {
+    cudaGetLastError();
+    write(std::string("kpj_compare: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+    return -1;
+  }
+  try {
+    write(kp::eval::to_json(check).dump());
+  } catch (...) {
+    write("kpj_compare: the check could not be written");
+    return -1;
+  }
+  return check.passed ? 1 : 0;
 }
 
 void kpj_close(kpj_session* s) {

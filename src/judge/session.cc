@@ -66,6 +66,13 @@ bool valid(const kpj_tensors& ts) {
   return true;
 }
 
+// One fingerprint of a tensor list from its per-tensor checksums (and sizes).
+uint64_t mix_sums(const std::vector<uint64_t>& sums, const kpj_tensors& ts) {
+  uint64_t h = 0x243F6A8885A308D3ull;
+  for (int i = 0; i < ts.count; ++i) h = mix(mix(h, sums[static_cast<size_t>(i)]), nbytes(ts.t[i]));
+  return h;
+}
+
 bool overlaps(const kpj_tensor& a, const kpj_tensor& b) {
   auto lo_a = reinterpret_cast<uintptr_t>(a.data), lo_b = reinterpret_cast<uintptr_t>(b.data);
   size_t na = nbytes(a), nb = nbytes(b);
@@ -119,6 +126,27 @@ std::vector<unsigned char> edge_bytes(const kpj_tensor& t) {
 }
 
 }  // namespace
+
+cudaError_t compare_tensor(const kpj_tensor& out, const kpj_tensor& want, const task::Tolerance& tol,
+                           CompareScratch& scratch, cudaStream_t stream, eval::OutputCheck* check) {
+  const auto dtype = static_cast<task::DType>(out.dtype);
+  if (out.dtype != want.dtype || shape_of(out) != shape_of(want)) {
+    *check = eval::OutputCheck{};
+    check->elements = numel(want);
+    check->reason = out.dtype != want.dtype
+                        ? fmt::format("dtype {} but the reference's is {}", task::to_string(dtype),
+                                      task::to_string(static_cast<task::DType>(want.dtype)))
+                        : fmt::format("shape {} but the reference's is {} (shapes must match exactly)", shape_text(out),
+                                      shape_text(want));
+    return cudaSuccess;
+  }
+  eval::OutputTally tally;
+  if (cudaError_t e = device_tally(out.data, want.data, dtype, numel(out), tol, scratch, stream, &tally);
+      e != cudaSuccess)
+    return e;
+  *check = eval::conclude_check(tally, dtype, tol, shape_of(out));
+  return cudaSuccess;
+}
 
 Session::Session(const kpj_config& config) : config_(config) {
   if (config_.sets < 1 || config_.sets > 64) {
@@ -180,55 +208,52 @@ int Session::harness_failure(cudaError_t e, const char* what) {
                           sticky ? "\n(the CUDA context is lost)" : ""));
 }
 
-std::optional<uint64_t> Session::fingerprint(const kpj_tensors& ts) {
-  uint64_t h = 0x243F6A8885A308D3ull;
+std::optional<std::vector<uint64_t>> Session::checksums(const kpj_tensors& ts) {
+  std::vector<uint64_t> sums(static_cast<size_t>(ts.count), 0);
   for (int i = 0; i < ts.count; ++i) {
-    uint64_t v = 0;
     const size_t b = nbytes(ts.t[i]);
-    if (b && checksum(ts.t[i].data, b, scratch_, &v, stream_) != cudaSuccess) return std::nullopt;
-    h = mix(mix(h, v), b);
+    if (b && checksum(ts.t[i].data, b, scratch_, &sums[i], stream_) != cudaSuccess) return std::nullopt;
   }
-  return h;
+  return sums;
 }
 
-void Session::note_checked(const kpj_tensors& outputs) {
-  if (finished_ || in_callback_ || !valid(outputs)) return;
-  for (int j = 0; j < outputs.count; ++j) {
-    const size_t b = nbytes(outputs.t[j]);
-    if (b == 0 || flip_bits(outputs.t[j].data, b, stream_) != cudaSuccess) {
-      cudaGetLastError();
-      continue;
-    }
-    cudaStreamSynchronize(stream_);
-    if (returned_.size() < 4096 || returned_.count(outputs.t[j].data))
-      returned_[outputs.t[j].data] = edge_bytes(outputs.t[j]);
-  }
+std::optional<uint64_t> Session::fingerprint(const kpj_tensors& ts) {
+  auto sums = checksums(ts);
+  if (!sums) return std::nullopt;
+  return mix_sums(*sums, ts);
 }
 
-int Session::refresh_set(int k, const Callbacks& cb, const char* when) {
+int Session::refresh_set(int k, const Callbacks& cb, const char* when, std::optional<uint64_t> given) {
   kpj_tensors ins{};
   // A seed no earlier call had, within the adapter's seed space (KernelBench's set_seed takes
   // 32 bits): a repeated input then means a refresh that did not refresh, never chance.
-  uint64_t seed = 0;
-  do {
-    seed = os_random();
-    if (config_.seed_space > 0) seed %= config_.seed_space;
-  } while (!seeds_.insert(seed).second);
+  uint64_t seed = given.value_or(0);
+  if (given) {
+    if (!seeds_.insert(seed).second)
+      return stop("runtime_error", fmt::format("the seed of {} was handed out before: trial seeds must be distinct", when));
+  } else {
+    do {
+      seed = os_random();
+      if (config_.seed_space > 0) seed %= config_.seed_space;
+    } while (!seeds_.insert(seed).second);
+  }
   in_callback_ = true;
   const int rc = cb.refresh(cb.ctx, k, seed, &ins);
   in_callback_ = false;
   if (rc != KPJ_CALL_OK) return KPJ_CALLBACK_FAILED;
   if (!valid(ins)) return stop("runtime_error", "the adapter described the inputs with a bad dtype, rank or count");
-  auto fp = fingerprint(ins);
-  if (!fp) return harness_failure(cudaGetLastError(), "fingerprinting the inputs");
-  if (config_.inputs_vary && !seen_inputs_.insert(*fp).second) {
+  auto sums = checksums(ins);
+  if (!sums) return harness_failure(cudaGetLastError(), "fingerprinting the inputs");
+  const uint64_t fp = mix_sums(*sums, ins);
+  if (config_.inputs_vary && !seen_inputs_.insert(fp).second) {
     taint(fmt::format("the inputs of {} repeat inputs an earlier call had, although every call is given fresh ones: "
                       "the harness's input refresh was changed",
                       when));
     return 2;
   }
   inputs_[k] = ins;
-  input_print_[k] = *fp;
+  input_print_[k] = fp;
+  input_sums_[k] = std::move(*sums);
   return 0;
 }
 
@@ -289,33 +314,34 @@ int Session::one_timed_call(int role, int k, const Callbacks& cb, int index, dou
 }
 
 cudaError_t Session::compare_output(const kpj_tensor& out, const kpj_tensor& want, eval::OutputCheck* check) {
-  const auto dtype = static_cast<task::DType>(out.dtype);
   const task::Tolerance tol{config_.tolerance[out.dtype][0], config_.tolerance[out.dtype][1],
                             config_.tolerance[out.dtype][2]};
-  eval::OutputTally tally;
-  if (cudaError_t e = device_tally(out.data, want.data, dtype, numel(out), tol, compare_, stream_, &tally);
-      e != cudaSuccess)
-    return e;
-  *check = eval::conclude_check(tally, dtype, tol, shape_of(out));
-  return cudaSuccess;
+  return compare_tensor(out, want, tol, compare_, stream_, check);
 }
 
-int Session::check_outputs(int k, const kpj_tensors& got, const Callbacks& cb, int index) {
+int Session::check_outputs(Phase phase, int k, const kpj_tensors& got, const Callbacks& cb, int index) {
+  const bool trial = phase == Phase::kTrial;
+  const std::string call = trial ? fmt::format("trial {}", index) : fmt::format("timed call {}", index);
   const kpj_tensors& ins = inputs_[k];
   for (int j = 0; j < got.count; ++j)
     for (int i = 0; i < ins.count; ++i)
       if (overlaps(got.t[j], ins.t[i]))
         return stop("rejected",
-                    fmt::format("output {} of timed call {} shares memory with input {}: it is an alias of the input, "
-                                "not a computed result",
-                                j, index, i),
+                    fmt::format("output {} of {} shares memory with input {}: it is an alias of the input, not a "
+                                "computed result",
+                                j, call, i),
                     "aliased_output");
-  auto after = fingerprint(ins);
+  auto after = checksums(ins);
   if (!after) return harness_failure(cudaGetLastError(), "fingerprinting the inputs");
-  if (*after != input_print_[k])
-    return stop("incorrect", fmt::format("timed call {} wrote to its inputs (their fingerprint changed); inputs are "
-                                         "read-only", index),
+  if (mix_sums(*after, ins) != input_print_[k]) {
+    size_t i = 0;
+    while (i + 1 < after->size() && i < input_sums_[k].size() && (*after)[i] == input_sums_[k][i]) ++i;
+    mutated_input_ = fmt::format("input {}", i);
+    return stop("incorrect", fmt::format("{} wrote to input {} (its fingerprint changed during the call); inputs are "
+                                         "read-only",
+                                         trial ? fmt::format("the candidate's call in {}", call) : call, i),
                 "input_mutation");
+  }
   // The candidate's outputs as its call left them: they must be the same after the reference
   // has run (nothing of the candidate's may finish its work while the reference runs).
   auto outputs_before = fingerprint(got);
@@ -331,58 +357,51 @@ int Session::check_outputs(int k, const kpj_tensors& got, const Callbacks& cb, i
   if (!outputs_after) return harness_failure(cudaGetLastError(), "fingerprinting the outputs");
   if (*outputs_after != *outputs_before)
     return stop("rejected",
-                fmt::format("the outputs of timed call {} changed while the reference ran, after the call had "
-                            "returned: its work was finished by other code later (deferred), not by the timed call",
-                            index),
+                fmt::format("the outputs of {} changed while the reference ran, after the call had returned: its work "
+                            "was finished by other code later (deferred), not by the call",
+                            call),
                 "batched_calls");
   if (!valid(want)) return stop("runtime_error", "the adapter described the reference's outputs badly");
   if (want.count != got.count)
-    return stop("rejected",
-                fmt::format("timed call {} returned {} outputs where the reference returns {}, although the correctness "
-                            "trials passed",
-                            index, got.count, want.count),
-                "batched_calls");
+    return trial ? stop("incorrect", fmt::format("{} outputs in {} but the reference returns {}", got.count, call,
+                                                 want.count))
+                 : stop("rejected",
+                        fmt::format("{} returned {} outputs where the reference returns {}, although the correctness "
+                                    "trials passed",
+                                    call, got.count, want.count),
+                        "batched_calls");
+  if (trial) checks_.assign(static_cast<size_t>(got.count), eval::OutputCheck{});
   for (int j = 0; j < got.count; ++j) {
     const kpj_tensor& o = got.t[j];
     const kpj_tensor& w = want.t[j];
-    if (o.dtype != w.dtype || shape_of(o) != shape_of(w))
-      return stop("rejected",
-                  fmt::format("output {} of timed call {} has shape {} and dtype {} where the reference's has {} and {}",
-                              j, index, shape_text(o), task::to_string(static_cast<task::DType>(o.dtype)),
-                              shape_text(w), task::to_string(static_cast<task::DType>(w.dtype))),
-                  "batched_calls");
+    if (o.dtype != w.dtype || shape_of(o) != shape_of(w)) {
+      const std::string what =
+          fmt::format("output {} of {} has shape {} and dtype {} where the reference's has {} and {}", j, call,
+                      shape_text(o), task::to_string(static_cast<task::DType>(o.dtype)), shape_text(w),
+                      task::to_string(static_cast<task::DType>(w.dtype)));
+      return trial ? stop("incorrect", what) : stop("rejected", what, "batched_calls");
+    }
     eval::OutputCheck c;
     if (cudaError_t e = compare_output(o, w, &c); e != cudaSuccess) return harness_failure(e, "comparing outputs");
-    if (!c.passed && c.reference_nonfinite > 0)
-      return stop("runtime_error",
-                  fmt::format("the reference produced {} NaN/Inf values on the inputs of timed call {}: the problem "
-                              "cannot judge a candidate on them",
-                              c.reference_nonfinite, index));
-    if (!c.passed) {
-      auto it = returned_.find(o.data);
-      const bool kept = it != returned_.end() && edge_bytes(o) == it->second;
-      // Grossly wrong (unwritten, non-finite, constant, or far off in norm): work skipped or
-      // served from elsewhere. A near miss on fresh inputs is an honest kernel's numerics.
-      const bool gross = c.unwritten > 0 || c.nonfinite > 0 || c.constant_output || c.rel_norm_error > 0.5;
-      if (!kept && !gross)
-        return stop("incorrect", fmt::format("output {} of timed call {} (input set {}, fresh inputs) is outside the "
-                                             "tolerance: {}",
-                                             j, index, k + 1, c.reason));
-      const std::string reason =
-          fmt::format("output {} of timed call {} (input set {}, fresh inputs no call had seen) is wrong although the "
-                      "correctness trials passed: {}; ",
-                      j, index, k + 1, c.reason);
-      if (kept)
-        return stop("rejected",
-                    reason + "it is a buffer an earlier call returned, still holding that call's values (flipped after "
-                             "its check): results are cached across calls",
-                    "result_cache");
-      return stop("rejected",
-                  reason + "work is deferred to, batched with or cached from other calls, or the call behaves "
-                           "differently when it is timed",
-                  "batched_calls");
+    if (trial) checks_[static_cast<size_t>(j)] = c;
+    if (!c.passed && c.reference_nonfinite > 0) {
+      const bool first = !stop_;
+      stop("runtime_error", fmt::format("the reference produced {} NaN/Inf values on the inputs of {}: the problem "
+                                        "cannot judge a candidate on them",
+                                        c.reference_nonfinite, call));
+      if (first) stop_->reference_failed = true;
+      return 2;
     }
+    if (!c.passed)
+      return trial ? trial_failure(k, j, o, c, *outputs_before, cb, index) : timed_failure(k, j, o, c, index);
   }
+  if (trial && cb.look) {  // the adapter's own look at a passing trial, before its outputs are flipped
+    in_callback_ = true;
+    rc = cb.look(cb.ctx, KPJ_TRIAL_PASSED, k, -1, nullptr, 0);
+    in_callback_ = false;
+    if (rc != KPJ_CALL_OK) return KPJ_CALLBACK_FAILED;
+  }
+  if (trial) trial_results_.insert(*outputs_before);
   for (int j = 0; j < got.count; ++j) {
     if (cudaError_t e = flip_bits(got.t[j].data, nbytes(got.t[j]), stream_); e != cudaSuccess)
       return harness_failure(e, "flipping a checked output");
@@ -391,6 +410,83 @@ int Session::check_outputs(int k, const kpj_tensors& got, const Callbacks& cb, i
   last_output_bytes_ = 0;
   for (int j = 0; j < got.count; ++j) last_output_bytes_ += nbytes(got.t[j]);
   if (cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) return harness_failure(e, "after a check");
+  return 0;
+}
+
+int Session::trial_failure(int k, int j, const kpj_tensor& o, const eval::OutputCheck& c, uint64_t outputs_print,
+                           const Callbacks& cb, int index) {
+  auto it = returned_.find(o.data);
+  const bool kept = it != returned_.end() && edge_bytes(o) == it->second;
+  std::string reason = fmt::format("output {} in trial {}: {}", j, index, c.reason);
+  if (kept || trial_results_.count(outputs_print))
+    return stop("incorrect",
+                reason + " -- and it is an earlier trial's output, on different inputs: results are cached across calls",
+                "result_cache");
+  const eval::FailureKind kind = eval::failure_kind(c, static_cast<task::DType>(o.dtype));
+  if (!kind.hint.empty()) reason += " (" + kind.hint + ")";
+  if (kind.cheat.empty() && cb.look) {  // a plain wrong answer: the adapter may say more of it
+    char note[1024] = {};
+    in_callback_ = true;
+    const int rc = cb.look(cb.ctx, KPJ_TRIAL_FAILED, k, j, note, sizeof note);
+    in_callback_ = false;
+    note[sizeof note - 1] = '\0';
+    if (rc == KPJ_CALL_OK && note[0]) reason += std::string("; ") + note;
+  }
+  return stop("incorrect", reason, kind.cheat);
+}
+
+int Session::timed_failure(int k, int j, const kpj_tensor& o, const eval::OutputCheck& c, int index) {
+  auto it = returned_.find(o.data);
+  const bool kept = it != returned_.end() && edge_bytes(o) == it->second;
+  // Grossly wrong (unwritten, non-finite, constant, or far off in norm): work skipped or served
+  // from elsewhere. A near miss on fresh inputs is an honest kernel's numerics.
+  const bool gross = c.unwritten > 0 || c.nonfinite > 0 || c.constant_output || c.rel_norm_error > 0.5;
+  if (!kept && !gross)
+    return stop("incorrect", fmt::format("output {} of timed call {} (input set {}, fresh inputs) is outside the "
+                                         "tolerance: {}",
+                                         j, index, k + 1, c.reason));
+  const std::string reason =
+      fmt::format("output {} of timed call {} (input set {}, fresh inputs no call had seen) is wrong although the "
+                  "correctness trials passed: {}; ",
+                  j, index, k + 1, c.reason);
+  if (kept)
+    return stop("rejected",
+                reason + "it is a buffer an earlier call returned, still holding that call's values (flipped after "
+                         "its check): results are cached across calls",
+                "result_cache");
+  return stop("rejected",
+              reason + "work is deferred to, batched with or cached from other calls, or the call behaves "
+                       "differently when it is timed",
+              "batched_calls");
+}
+
+int Session::trials(const kpj_trials_config& config, const Callbacks& cb) {
+  if (in_callback_ || finished_ || trials_done_ || timed_[KPJ_CANDIDATE]) {
+    taint(in_callback_ ? "the correctness trials were started from inside one of the judge core's callbacks"
+                       : "the correctness trials were started a second time, or after the timing or the verdict");
+    return 2;
+  }
+  trials_done_ = true;
+  if (stop_) return 2;
+  if (config.count < 1 || !config.seeds) return stop("runtime_error", "kpj_trials: no trials, or no seeds for them");
+  for (int t = 0; t < config.count; ++t) {
+    const std::string when = fmt::format("trial {}", t + 1);
+    if (int rc = refresh_set(0, cb, when.c_str(), config.seeds[t])) return rc;
+    in_callback_ = true;
+    int rc = cb.call(cb.ctx, KPJ_CANDIDATE, 0);
+    in_callback_ = false;
+    if (rc != KPJ_CALL_OK) return KPJ_CALLBACK_FAILED;
+    if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
+      return harness_failure(e, fmt::format("the candidate's call in {}", when).c_str());
+    kpj_tensors outs{};
+    in_callback_ = true;
+    rc = cb.outputs(cb.ctx, KPJ_CANDIDATE, &outs);
+    in_callback_ = false;
+    if (rc != KPJ_CALL_OK) return KPJ_CALLBACK_FAILED;
+    if (!valid(outs)) return stop("runtime_error", "the adapter described the outputs with a bad dtype, rank or count");
+    if (int rc2 = check_outputs(Phase::kTrial, 0, outs, cb, t + 1)) return rc2;
+    trials_run_ = t + 1;
+  }
   return 0;
 }
 
@@ -438,7 +534,7 @@ int Session::time_inner(int role, const Callbacks& cb) {
     kpj_tensors outs{};
     if (int rc = one_timed_call(role, k, cb, index, e, w, tail, &outs)) return rc;
     if (candidate)
-      if (int rc = check_outputs(k, outs, cb, index)) return rc;
+      if (int rc = check_outputs(Phase::kTimed, k, outs, cb, index)) return rc;
     return 0;
   };
   const int warm = std::max(config_.warmup_calls, 1);
@@ -917,8 +1013,12 @@ std::string Session::result_json() const {
   if (timed_[0]) j["candidate"] = eval::to_json(timing_[0]);
   if (timed_[1]) j["reference"] = eval::to_json(timing_[1]);
   if (energy_) j["energy"] = eval::to_json(*energy_);
-  j["stop"] = stop_ ? nlohmann::json{{"outcome", stop_->outcome}, {"reason", stop_->reason}, {"cheat", stop_->cheat}}
+  j["stop"] = stop_ ? nlohmann::json{{"outcome", stop_->outcome},
+                                      {"reason", stop_->reason},
+                                      {"cheat", stop_->cheat},
+                                      {"reference_failed", stop_->reference_failed}}
                     : nlohmann::json(nullptr);
+  j["trials_run"] = trials_run_;
   j["tainted"] = tainted_;
   j["tail_median_s"] = tail_median_s_;
   return j.dump();
@@ -952,6 +1052,18 @@ std::optional<std::string> Session::finish(const std::string& report_json) {
     r["physics_floor_basis"] = physics_floor_basis_;
   }
   if (energy_) r["energy"] = eval::to_json(*energy_);
+  if (trials_done_) {  // the trials' record is the core's too
+    r["trials_run"] = trials_run_;
+    r["checks"] = nlohmann::json::array();
+    for (const auto& c : checks_) r["checks"].push_back(eval::to_json(c));
+    if (checks_.size() > 1) {
+      r["output_names"] = nlohmann::json::array();
+      for (size_t j = 0; j < checks_.size(); ++j) r["output_names"].push_back(fmt::format("output{}", j));
+    } else {
+      r["output_names"] = {"output"};
+    }
+  }
+  if (!mutated_input_.empty()) r["mutated_input"] = mutated_input_;
   r["judge_core"] = {{"tail_median_s", tail_median_s_},
                      {"inputs_seen", seen_inputs_.size()},
                      {"energy_gpu_utilization_pct", gpu_utilization_pct_}};
@@ -962,6 +1074,7 @@ std::optional<std::string> Session::finish(const std::string& report_json) {
     r["outcome"] = stop_->outcome;
     r["reason"] = stop_->reason;
     r["cheat"] = stop_->cheat;
+    if (stop_->reference_failed) r["reference_failed"] = true;
   }
   if (outcome == "ok" && !stop_ && !config_.reference_only && (!timed_[0] || timing_[0].samples_s.empty()))
     taint("the report says ok, but the judge core never timed the candidate");

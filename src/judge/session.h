@@ -9,6 +9,9 @@
 //    ones (a refresh that did not refresh) taints the session, so every timed call, warm-ups
 //    included, sees inputs no call has seen before and a cache of any kind has nothing to serve;
 //  - the check that the call left its inputs as they were (fingerprints before and after);
+//  - the correctness trials (kpj_trials): each an untimed call on set 0 refreshed with the
+//    trial's seed, held to the checks of a timed call below, a failure named by what it looks like
+//    (eval::failure_kind; result_cache when it is an earlier trial's output);
 //  - the comparison of every timed output with the reference's output on the same inputs, made
 //    by the reference *after* the candidate's call (no reference output for those inputs exists
 //    while the candidate runs), on the GPU, with the tolerance the adapter configured;
@@ -47,7 +50,13 @@ struct CoreStop {
   std::string outcome;
   std::string reason;
   std::string cheat;
+  bool reference_failed = false;  // the problem's fault (its reference failed), not the candidate's
 };
+
+// `out` against `want` on the GPU with the core's rule (eval::conclude_check): a dtype or shape
+// that differs fails with that reason. Returns the first CUDA error.
+cudaError_t compare_tensor(const kpj_tensor& out, const kpj_tensor& want, const task::Tolerance& tol,
+                           CompareScratch& scratch, cudaStream_t stream, eval::OutputCheck* check);
 
 // The adapter's callbacks for one kpj_time (kp_judge.h says what each does).
 struct Callbacks {
@@ -55,6 +64,7 @@ struct Callbacks {
   kpj_call_fn call = nullptr;
   kpj_outputs_fn outputs = nullptr;
   void* ctx = nullptr;
+  kpj_trial_fn look = nullptr;  // kpj_trials only
 };
 
 class Session {
@@ -67,6 +77,9 @@ class Session {
 
   // Empty when the session is usable, else why it is not.
   const std::string& error() const { return error_; }
+
+  // kpj_trials: 0 passed, KPJ_CALLBACK_FAILED, or 2 when the core stopped the evaluation.
+  int trials(const kpj_trials_config& config, const Callbacks& cb);
 
   // kpj_time: 0 timed, KPJ_CALLBACK_FAILED, or 2 when the core stopped the evaluation.
   int time(int role, const Callbacks& cb);
@@ -83,23 +96,32 @@ class Session {
 
   // kpj_note_stop: the adapter's own stop, kept unless the core stopped first.
   void note_stop(std::string outcome, std::string reason, std::string cheat);
-  // kpj_note_checked: outputs checked by the adapter, flipped and remembered as returned.
-  void note_checked(const kpj_tensors& outputs);
 
   bool finished() const { return finished_; }
   bool in_callback() const { return in_callback_; }
 
  private:
   int time_inner(int role, const Callbacks& cb);
-  // Calls refresh for set k with a fresh seed and fingerprints the inputs it describes.
-  int refresh_set(int k, const Callbacks& cb, const char* when);
+  // Calls refresh for set k with `seed` (a fresh one from the OS when none is given) and
+  // fingerprints the inputs it describes.
+  int refresh_set(int k, const Callbacks& cb, const char* when, std::optional<uint64_t> seed = std::nullopt);
   std::optional<uint64_t> fingerprint(const kpj_tensors& ts);
+  // Per tensor: a checksum of its bytes (fingerprint() mixes these).
+  std::optional<std::vector<uint64_t>> checksums(const kpj_tensors& ts);
   // One call between events (L2 flushed before), then its outputs described into *outs.
   int one_timed_call(int role, int k, const Callbacks& cb, int index, double* event_s, double* wall_s, double* tail_s,
                      kpj_tensors* outs);
+  // Where a checked call was made: a correctness trial (a wrong output is incorrect, named by what
+  // it looks like) or a timed call (after the trials passed, a wrong output is a rejection).
+  enum class Phase { kTrial, kTimed };
   // The candidate's outputs `got` of call `index` on set k against the reference's, which is
-  // called now, on the same inputs.
-  int check_outputs(int k, const kpj_tensors& got, const Callbacks& cb, int index);
+  // called now, on the same inputs; after a pass the outputs are flipped.
+  int check_outputs(Phase phase, int k, const kpj_tensors& got, const Callbacks& cb, int index);
+  // A trial's output j that failed check c: incorrect, named by what it looks like.
+  int trial_failure(int k, int j, const kpj_tensor& o, const eval::OutputCheck& c, uint64_t outputs_print,
+                    const Callbacks& cb, int index);
+  // A timed call's output j that failed check c, after the trials passed.
+  int timed_failure(int k, int j, const kpj_tensor& o, const eval::OutputCheck& c, int index);
   // `out` against `want` (same dtype and shape) on the device with the configured tolerance.
   cudaError_t compare_output(const kpj_tensor& out, const kpj_tensor& want, eval::OutputCheck* check);
   int stop(std::string outcome, std::string reason, std::string cheat = {});
@@ -139,6 +161,11 @@ class Session {
   bool finished_ = false;
   bool timed_[2] = {false, false};
   bool energy_done_ = false;
+  bool trials_done_ = false;
+  int trials_run_ = 0;
+  std::vector<eval::OutputCheck> checks_;  // per output, of the failing trial or the last one
+  std::set<uint64_t> trial_results_;       // fingerprints of each passing trial's outputs
+  std::string mutated_input_;              // "input i" when a call wrote to its inputs
   std::optional<eval::EnergyReport> energy_;
   std::string tainted_;
   std::optional<CoreStop> stop_;
@@ -150,6 +177,7 @@ class Session {
   std::set<uint64_t> seeds_;        // every seed handed to a refresh
   kpj_tensors inputs_[64] = {};     // the current inputs of each set (sets <= 64)
   uint64_t input_print_[64] = {};
+  std::vector<uint64_t> input_sums_[64];  // per input of each set, what input_print_ mixes
   // Every output buffer the candidate has handed back, with its first and last 64 bytes as the
   // core left them (flipped after the check): a wrong output whose buffer still holds exactly
   // that was kept and handed back untouched, a result cache.

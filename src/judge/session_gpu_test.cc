@@ -1,14 +1,16 @@
 // GPU tier: the judge core (judge/session.h) driven by plain C callbacks, as the KernelBench
 // worker drives it through ctypes. The "kernel" is a device-to-device copy (output = input), so
-// each case is one line of CUDA: an honest copy is timed and passes; a kept output, a refresh
-// that does not refresh, an input written, work left on a side stream, persisting L2 and a
-// callback that re-enters the core are each caught with their class. Skipped without a GPU.
+// each case is one line of CUDA: an honest copy passes its trials, is timed and passes; a kept
+// output, a constant, a wrong answer, a refresh that does not refresh, an input written, work left
+// on a side stream, persisting L2 and a callback that re-enters the core are each caught with
+// their class. Skipped without a GPU.
 #include "judge/session.h"
 
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 #include <string>
@@ -36,6 +38,9 @@ enum class Play {
   kWindowCache,        // in the energy window, a set it has computed once is served from what it kept
   kWindowPhase,        // the same, but honest again once the reference has run (after the window)
   kWindowWritesInput,  // in the energy window only, writes to its inputs
+  kKeptAfterTrials,    // honest in the three trials, then hands back the last trial's output
+  kZeros,              // writes zeros: a constant output
+  kHalf,               // copies half its input, zeros the rest: a plain wrong answer
 };
 
 struct Adapter {
@@ -53,6 +58,8 @@ struct Adapter {
   void* window_seen[2] = {nullptr, nullptr};  // the input buffer each set had at its last computed call
   Session* session = nullptr;
   std::string reentered;
+  int looks_passed = 0;        // the adapter's look at passing trials
+  bool look_refuses = false;   // its look stops the evaluation at the first passing trial
 };
 
 kpj_tensor fp32(void* data) {
@@ -87,6 +94,17 @@ int call(void* ctx, int32_t role, int32_t set) {
     case Play::kKeptOutput:  // computes once, then hands back what it kept
       if (a->calls > 1) return KPJ_CALL_OK;
       break;
+    case Play::kKeptAfterTrials:
+      if (a->calls > 3) return KPJ_CALL_OK;
+      break;
+    case Play::kZeros:
+      return cudaMemsetAsync(a->cand_out[set], 0, kBytes, a->stream) == cudaSuccess ? KPJ_CALL_OK : KPJ_CALLBACK_FAILED;
+    case Play::kHalf:
+      cudaMemsetAsync(a->cand_out[set], 0, kBytes, a->stream);
+      return cudaMemcpyAsync(a->cand_out[set], a->in[set], kBytes / 2, cudaMemcpyDeviceToDevice, a->stream) ==
+                     cudaSuccess
+                 ? KPJ_CALL_OK
+                 : KPJ_CALLBACK_FAILED;
     case Play::kWritesInput:
       cudaMemsetAsync(a->in[set], 0, 64, a->stream);
       break;
@@ -123,9 +141,22 @@ int call(void* ctx, int32_t role, int32_t set) {
 int outputs(void* ctx, int32_t role, kpj_tensors* out) {
   auto* a = static_cast<Adapter*>(ctx);
   out->count = 1;
-  out->t[0] = fp32(role == KPJ_REFERENCE ? a->ref_out : a->cand_out[a->play == Play::kKeptOutput ? 0 : a->last_set]);
+  const bool kept = a->play == Play::kKeptOutput || a->play == Play::kKeptAfterTrials;
+  out->t[0] = fp32(role == KPJ_REFERENCE ? a->ref_out : a->cand_out[kept ? 0 : a->last_set]);
   return KPJ_CALL_OK;
 }
+
+int look(void* ctx, int32_t kind, int32_t, int32_t output, char* note, size_t note_len) {
+  auto* a = static_cast<Adapter*>(ctx);
+  if (kind == KPJ_TRIAL_PASSED) {
+    ++a->looks_passed;
+    return a->look_refuses ? KPJ_CALLBACK_FAILED : KPJ_CALL_OK;
+  }
+  std::snprintf(note, note_len, "the adapter's note on output %d", output);
+  return KPJ_CALL_OK;
+}
+
+constexpr uint64_t kTrialSeeds[3] = {11, 22, 33};
 
 class JudgeSessionGpu : public ::testing::Test {
  protected:
@@ -170,8 +201,9 @@ class JudgeSessionGpu : public ::testing::Test {
     Session s(config_);
     EXPECT_EQ(s.error(), "");
     a_.session = &s;
-    Callbacks cb{refresh, call, outputs, &a_};
-    if (s.time(KPJ_CANDIDATE, cb) == 0) s.time(KPJ_REFERENCE, cb);
+    Callbacks cb{refresh, call, outputs, &a_, look};
+    const kpj_trials_config trials{3, kTrialSeeds};
+    if (s.trials(trials, cb) == 0 && s.time(KPJ_CANDIDATE, cb) == 0) s.time(KPJ_REFERENCE, cb);
     auto r = s.finish(R"({"outcome":"ok","reason":"","cheat":""})");
     EXPECT_TRUE(r.has_value());
     EXPECT_FALSE(s.finish("{}").has_value()) << "a second verdict from one session";
@@ -182,8 +214,9 @@ class JudgeSessionGpu : public ::testing::Test {
     a_.play = play;
     Session s(config_);
     a_.session = &s;
-    Callbacks cb{refresh, call, outputs, &a_};
-    if (s.time(KPJ_CANDIDATE, cb) == 0 && s.time(KPJ_REFERENCE, cb) == 0) {
+    Callbacks cb{refresh, call, outputs, &a_, look};
+    const kpj_trials_config trials{3, kTrialSeeds};
+    if (s.trials(trials, cb) == 0 && s.time(KPJ_CANDIDATE, cb) == 0 && s.time(KPJ_REFERENCE, cb) == 0) {
       const auto timed = nlohmann::json::parse(s.result_json());
       std::vector<double> xs = timed["candidate"]["samples_s"].get<std::vector<double>>();
       std::sort(xs.begin(), xs.end());
@@ -203,15 +236,13 @@ TEST_F(JudgeSessionGpu, AnHonestCopyIsTimedOnFreshInputsAndPasses) {
   EXPECT_EQ(r["outcome"], "ok") << r.dump(1);
   EXPECT_GE(r["timing"]["samples_s"].size(), 10u);
   EXPECT_GT(r["reference_seconds"].get<double>(), 0);
-  // Every call, warm-ups and the reference's included, had inputs no call had before.
+  // Every call, trials, warm-ups and the reference's included, had inputs no call had before.
   EXPECT_EQ(r["judge_core"]["inputs_seen"].get<size_t>(),
-            r["timing"]["samples_s"].size() + 2 + r["reference_timing"]["samples_s"].size() + 2);
-}
-
-TEST_F(JudgeSessionGpu, AKeptOutputIsAResultCache) {
-  auto r = judge(Play::kKeptOutput);
-  EXPECT_EQ(r["outcome"], "rejected") << r.dump(1);
-  EXPECT_EQ(r["cheat"], "result_cache") << r["reason"];
+            3 + r["timing"]["samples_s"].size() + 2 + r["reference_timing"]["samples_s"].size() + 2);
+  EXPECT_EQ(r["trials_run"], 3);
+  EXPECT_EQ(a_.looks_passed, 3) << "the adapter looked at each passing trial";
+  ASSERT_EQ(r["checks"].size(), 1u);
+  EXPECT_TRUE(r["checks"][0]["passed"].get<bool>());
 }
 
 TEST_F(JudgeSessionGpu, ARefreshThatRepeatsInputsTaintsTheSession) {
@@ -284,25 +315,48 @@ TEST_F(JudgeSessionGpu, TheCApiHasOneLiveSessionThatIsNotClosedBeforeItsVerdict)
   }
 }
 
-// A buffer the adapter checked itself (a KernelBench correctness trial's output) and noted, handed
-// back by a timed call unchanged, is a result cache; not noted, only "wrong on fresh inputs".
-TEST_F(JudgeSessionGpu, AnOutputCheckedByTheAdapterAndHandedBackIsAResultCache) {
-  for (bool noted : {true, false}) {
-    a_.play = Play::kKeptOutput;
-    a_.calls = 5;  // its "trial" is over: from now on it only hands back cand_out[0]
-    ASSERT_EQ(cudaMemcpy(a_.cand_out[0], a_.in[0], kBytes, cudaMemcpyDeviceToDevice), cudaSuccess);
-    Session s(config_);
-    if (noted) {
-      kpj_tensors trial{};
-      trial.count = 1;
-      trial.t[0] = fp32(a_.cand_out[0]);
-      s.note_checked(trial);
-    }
-    s.time(KPJ_CANDIDATE, {refresh, call, outputs, &a_});
-    auto r = nlohmann::json::parse(*s.finish(R"({"outcome":"ok","reason":"","cheat":""})"));
-    EXPECT_EQ(r["outcome"], "rejected") << r.dump(1);
-    EXPECT_EQ(r["cheat"], noted ? "result_cache" : "batched_calls") << r["reason"];
-  }
+// The correctness trials, in the core: a trial's output handed back by a later trial, or by a timed
+// call, is a result cache; a written input, a constant and a plain wrong answer are named as such.
+TEST_F(JudgeSessionGpu, TheCoresTrialsNameWhatAFailedTrialLooksLike) {
+  auto kept = judge(Play::kKeptOutput);  // trial 2 hands back trial 1's output, flipped
+  EXPECT_EQ(kept["outcome"], "incorrect") << kept.dump(1);
+  EXPECT_EQ(kept["cheat"], "result_cache") << kept["reason"];
+  EXPECT_EQ(kept["trials_run"], 1);
+  a_.calls = 0;
+  auto later = judge(Play::kKeptAfterTrials);
+  EXPECT_EQ(later["outcome"], "rejected") << later.dump(1);
+  EXPECT_EQ(later["cheat"], "result_cache") << later["reason"];
+  EXPECT_EQ(later["trials_run"], 3);
+  auto writes = judge(Play::kWritesInput);
+  EXPECT_EQ(writes["outcome"], "incorrect") << writes.dump(1);
+  EXPECT_EQ(writes["cheat"], "input_mutation");
+  EXPECT_EQ(writes["mutated_input"], "input 0");
+  EXPECT_EQ(writes["trials_run"], 0) << "caught in the first trial, not in the timing";
+  auto zeros = judge(Play::kZeros);
+  EXPECT_EQ(zeros["outcome"], "incorrect") << zeros.dump(1);
+  EXPECT_EQ(zeros["cheat"], "constant_output");
+  auto half = judge(Play::kHalf);
+  EXPECT_EQ(half["outcome"], "incorrect") << half.dump(1);
+  EXPECT_EQ(half["cheat"], "");
+  EXPECT_NE(half["reason"].get<std::string>().find("the adapter's note on output 0"), std::string::npos)
+      << half["reason"];
+  ASSERT_EQ(half["checks"].size(), 1u);
+  EXPECT_FALSE(half["checks"][0]["passed"].get<bool>());
+}
+
+// The adapter's look at a passing trial can stop the evaluation (its own check, such as a float64
+// run of the reference); the trials end there and nothing is timed.
+TEST_F(JudgeSessionGpu, TheAdaptersLookAtAPassingTrialCanStopIt) {
+  a_.look_refuses = true;
+  Session s(config_);
+  const kpj_trials_config trials{3, kTrialSeeds};
+  EXPECT_EQ(s.trials(trials, {refresh, call, outputs, &a_, look}), KPJ_CALLBACK_FAILED);
+  EXPECT_EQ(a_.looks_passed, 1);
+  s.note_stop("incorrect", "the adapter's float64 check", "precision_downgrade");
+  auto r = nlohmann::json::parse(*s.finish(R"({"outcome":"ok","reason":"","cheat":""})"));
+  EXPECT_EQ(r["outcome"], "incorrect");
+  EXPECT_EQ(r["trials_run"], 0);
+  EXPECT_EQ(s.trials(trials, {refresh, call, outputs, &a_, look}), 2) << "no trials after the verdict";
 }
 
 // The energy window's calls each see inputs no earlier call had (their blocks stirred), so a cache

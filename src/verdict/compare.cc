@@ -180,4 +180,14 @@ OutputCheck check_output(const void* out, const void* ref, DType d, int64_t n, c
   return conclude_check(tally_output(out, ref, d, n, tol), d, tol, shape);
 }
 
+FailureKind failure_kind(const OutputCheck& c, DType d) {
+  if (c.passed || c.reference_nonfinite > 0) return {};
+  if (c.constant_output) return {"constant_output", ""};
+  const bool wide = d == DType::kFp32 || d == DType::kFp64;
+  if (wide && c.unwritten == 0 && c.nonfinite == 0 && c.rel_norm_error >= 1e-5 && c.rel_norm_error <= 5e-2)
+    return {"precision_downgrade",
+            "an error of this size is what fp16, bf16 or TF32 arithmetic gives: compute in the output's precision"};
+  return {};
+}
+
 }  // namespace kp::eval

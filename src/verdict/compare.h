@@ -72,6 +72,18 @@ OutputCheck conclude_check(const OutputTally& t, task::DType dtype, const task::
 OutputCheck check_output(const void* out, const void* ref, task::DType dtype, int64_t n,
                          const task::Tolerance& tol, const std::vector<int64_t>& shape);
 
+// What a failed check looks like from the check alone (a correctness trial's failure, in either
+// worker): the cheat it is named, "constant_output", "precision_downgrade" or "" for a plain wrong
+// answer, and a sentence for the reason (empty when there is none). precision_downgrade is a
+// heuristic: every element written and finite, off by an error of the size fp16, bf16 or TF32
+// arithmetic gives, in an fp32 or fp64 output; a wrong formula with an error of that size gets the
+// same name. A reference with NaN or Inf is the task's fault: no name.
+struct FailureKind {
+  std::string cheat;
+  std::string hint;
+};
+FailureKind failure_kind(const OutputCheck& c, task::DType dtype);
+
 // "[3, 17]" for flat index 3*N+17 of shape [M, N].
 std::string format_index(int64_t flat, const std::vector<int64_t>& shape);
 

@@ -132,5 +132,33 @@ TEST(Compare, ReferenceNanBlamesTheTask) {
   EXPECT_NE(c.reason.find("fix the task"), std::string::npos);
 }
 
+// A failed trial's name comes from the check alone, the same in both workers.
+TEST(Compare, AFailedCheckIsNamedByWhatItLooksLike) {
+  std::vector<float> ref(1000), out(1000);
+  for (int i = 0; i < 1000; ++i) ref[i] = 1.0f + 0.001f * static_cast<float>(i);
+  for (int i = 0; i < 1000; ++i) out[i] = ref[i] * (1.0f + 1e-3f * ((i % 2) ? 1.0f : -1.0f));  // fp16-sized error
+  auto near = check_output(out.data(), ref.data(), DType::kFp32, 1000, kFp32, {1000});
+  ASSERT_FALSE(near.passed);
+  EXPECT_EQ(failure_kind(near, DType::kFp32).cheat, "precision_downgrade");
+  EXPECT_NE(failure_kind(near, DType::kFp32).hint.find("TF32"), std::string::npos);
+  EXPECT_EQ(failure_kind(near, DType::kFp16).cheat, "") << "a half output is already narrow";
+  std::vector<float> wrong(1000, 0.0f);
+  for (int i = 0; i < 1000; ++i) wrong[i] = -ref[i];
+  EXPECT_EQ(failure_kind(check_output(wrong.data(), ref.data(), DType::kFp32, 1000, kFp32, {1000}), DType::kFp32).cheat,
+            "")
+      << "a wrong formula, far off";
+  std::vector<float> flat(1000, 0.5f);
+  EXPECT_EQ(failure_kind(check_output(flat.data(), ref.data(), DType::kFp32, 1000, kFp32, {1000}), DType::kFp32).cheat,
+            "constant_output");
+  EXPECT_EQ(failure_kind(check_output(ref.data(), ref.data(), DType::kFp32, 1000, kFp32, {1000}), DType::kFp32).cheat,
+            "")
+      << "a passing check has no name";
+  std::vector<float> nan_ref = ref;
+  nan_ref[3] = std::nanf("");
+  EXPECT_EQ(failure_kind(check_output(flat.data(), nan_ref.data(), DType::kFp32, 1000, kFp32, {1000}), DType::kFp32).cheat,
+            "")
+      << "the task's fault";
+}
+
 }  // namespace
 }  // namespace kp::eval

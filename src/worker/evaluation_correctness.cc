@@ -54,9 +54,9 @@ void NativeEvaluator::Impl::tag_correctness_failure(Stop& s, const eval::WorkerR
     const eval::OutputCheck& c = report.checks[i];
     if (c.passed) continue;
     const auto& spec = task->outputs[i];
-    if (c.reference_nonfinite > 0) return;  // the task's fault, not a cheat
-    if (c.constant_output) {
-      s.cheat = "constant_output";
+    const eval::FailureKind kind = eval::failure_kind(c, spec.dtype);
+    if (c.reference_nonfinite > 0 || kind.cheat == "constant_output") {
+      s.cheat = kind.cheat;  // the task's fault, or a constant: nothing more to find
       return;
     }
     if (has_previous && i < prev_ref.size() && c.unwritten == 0) {
@@ -72,15 +72,8 @@ void NativeEvaluator::Impl::tag_correctness_failure(Stop& s, const eval::WorkerR
       }
       cudaGetLastError();
     }
-    // Every element written and finite, off by an error of the size that lower-precision
-    // arithmetic gives: an fp32 or fp64 task computed in fp16, bf16 or TF32. A heuristic: a
-    // wrong formula with an error of that size gets the same tag.
-    const bool wide = spec.dtype == task::DType::kFp32 || spec.dtype == task::DType::kFp64;
-    if (wide && c.unwritten == 0 && c.nonfinite == 0 && c.rel_norm_error >= 1e-5 && c.rel_norm_error <= 5e-2) {
-      s.cheat = "precision_downgrade";
-      s.reason +=
-          " (an error of this size is what fp16, bf16 or TF32 arithmetic gives: compute in the output's precision)";
-    }
+    s.cheat = kind.cheat;
+    if (!kind.hint.empty()) s.reason += " (" + kind.hint + ")";
     return;
   }
 }
