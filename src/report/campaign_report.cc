@@ -193,7 +193,7 @@ void summarize(CampaignReport& r) {
     GroupSummary g;
     g.group = name == "~all" ? "all" : name;
     g.problems = static_cast<int>(ps.size());
-    std::vector<double> sp, ve, vc;
+    std::vector<double> sp, ve, vc, vt;
     for (const auto* p : ps) {
       g.candidates += p->candidates;
       g.cost_usd += p->cost_usd;
@@ -204,8 +204,14 @@ void summarize(CampaignReport& r) {
       if (p->speedup > 0) sp.push_back(p->speedup);
       if (p->vs_eager > 0) ve.push_back(p->vs_eager);
       if (p->vs_compile > 0) vc.push_back(p->vs_compile);
+      if (p->vs_torch > 0) vt.push_back(p->vs_torch);
+      for (size_t k = 0; k < 4; ++k)
+        if (p->vs_torch > kFastP[k]) g.fast_p_vs_torch[k] += 1;
     }
     for (double& f : g.fast_p) f = g.problems ? f / g.problems : 0;
+    for (double& f : g.fast_p_vs_torch) f = g.problems ? f / g.problems : 0;
+    g.geomean_vs_torch = geomean(vt);
+    g.with_torch = static_cast<int>(vt.size());
     g.geomean_speedup = geomean(sp);
     g.geomean_vs_eager = geomean(ve);
     g.geomean_vs_compile = geomean(vc);
@@ -249,6 +255,9 @@ Result<CampaignReport> campaign_report(const fs::path& dir, const std::vector<fs
         pr.compile_s = baseline_ms(*doc, p.level, p.path.filename().string(), "compile") / 1e3;
         if (pr.eager_s > 0) pr.vs_eager = pr.eager_s / pr.best_s;
         if (pr.compile_s > 0) pr.vs_compile = pr.compile_s / pr.best_s;
+        pr.torch_s = pr.eager_s > 0 && pr.compile_s > 0 ? std::min(pr.eager_s, pr.compile_s)
+                                                         : std::max(pr.eager_s, pr.compile_s);
+        if (pr.torch_s > 0) pr.vs_torch = pr.torch_s / pr.best_s;
       } else {
         missing_cards.insert(pr.device);
       }
@@ -268,7 +277,11 @@ json to_json(const CampaignReport& r) {
   json groups = json::array(), problems = json::array();
   for (const auto& g : r.groups) {
     json fp;
-    for (size_t k = 0; k < 4; ++k) fp[fmt::format("{:g}", kFastP[k])] = g.fast_p[k];
+    json fp_torch;
+    for (size_t k = 0; k < 4; ++k) {
+      fp[fmt::format("{:g}", kFastP[k])] = g.fast_p[k];
+      fp_torch[fmt::format("{:g}", kFastP[k])] = g.fast_p_vs_torch[k];
+    }
     groups.push_back({{"group", g.group},
                       {"problems", g.problems},
                       {"correct", g.correct},
@@ -279,6 +292,9 @@ json to_json(const CampaignReport& r) {
                       {"with_eager", g.with_eager},
                       {"geomean_vs_compile", g.geomean_vs_compile},
                       {"with_compile", g.with_compile},
+                      {"fast_p_vs_torch", fp_torch},
+                      {"geomean_vs_torch", g.geomean_vs_torch},
+                      {"with_torch", g.with_torch},
                       {"candidates", g.candidates},
                       {"cost_usd", g.cost_usd}});
   }
@@ -301,6 +317,8 @@ json to_json(const CampaignReport& r) {
                         {"compile_s", p.compile_s},
                         {"vs_eager", p.vs_eager},
                         {"vs_compile", p.vs_compile},
+                        {"torch_s", p.torch_s},
+                        {"vs_torch", p.vs_torch},
                         {"physics_floor_s", p.floor_s},
                         {"speed_of_light", p.speed_of_light},
                         {"joules_per_call", p.joules_per_call},
@@ -327,12 +345,12 @@ json to_json(const CampaignReport& r) {
 std::string to_csv(const CampaignReport& r) {
   std::string o =
       "id,group,state,correct,best_s,reference_s,speedup,eager_s,vs_eager,compile_s,vs_compile,speed_of_light,"
-      "joules_per_call,candidates,llm_calls,tokens,cost_usd,device\n";
+      "joules_per_call,candidates,llm_calls,tokens,cost_usd,device,torch_s,vs_torch\n";
   for (const auto& p : r.problems)
-    o += fmt::format("{},{},{},{},{:.6g},{:.6g},{:.4g},{:.6g},{:.4g},{:.6g},{:.4g},{:.4g},{:.6g},{},{},{},{:.4f},{}\n",
+    o += fmt::format("{},{},{},{},{:.6g},{:.6g},{:.4g},{:.6g},{:.4g},{:.6g},{:.4g},{:.4g},{:.6g},{},{},{},{:.4f},{},{:.6g},{:.4g}\n",
                      csv_field(p.id), p.group, driver::to_string(p.state), p.correct ? 1 : 0, p.best_s, p.reference_s,
                      p.speedup, p.eager_s, p.vs_eager, p.compile_s, p.vs_compile, p.speed_of_light, p.joules_per_call,
-                     p.candidates, p.llm_calls, p.tokens, p.cost_usd, csv_field(p.device));
+                     p.candidates, p.llm_calls, p.tokens, p.cost_usd, csv_field(p.device), p.torch_s, p.vs_torch);
   return o;
 }
 
@@ -381,12 +399,22 @@ std::string to_text(const CampaignReport& r) {
                      g.problems, g.correct, g.fast_p[0], g.fast_p[1], g.fast_p[2], g.fast_p[3], x_or_dash(g.geomean_speedup),
                      x_or_dash(g.geomean_vs_eager), x_or_dash(g.geomean_vs_compile), g.candidates,
                      fmt::format("${:.2f}", g.cost_usd));
-  o += fmt::format("\n{:<28} {:<10} {:>10} {:>9} {:>9} {:>10} {:>6} {:>10} {:>6}\n", "problem", "state", "best",
-                   "speedup", "vs eager", "vs compile", "SOL", "J/call", "cands");
+  if (std::any_of(r.groups.begin(), r.groups.end(), [](const GroupSummary& g) { return g.with_torch > 0; })) {
+    o += "\nagainst the faster of eager and torch.compile (KernelBench v3):\n";
+    o += fmt::format("{:<8} {:>7} {:>7} {:>8} {:>7} {:>9} {:>11}\n", "group", "fast_0", "fast_1", "fast_1.5", "fast_2",
+                     "geomean", "baselines");
+    for (const auto& g : r.groups)
+      o += fmt::format("{:<8} {:>7.2f} {:>7.2f} {:>8.2f} {:>7.2f} {:>9} {:>11}\n", g.group, g.fast_p_vs_torch[0],
+                       g.fast_p_vs_torch[1], g.fast_p_vs_torch[2], g.fast_p_vs_torch[3], x_or_dash(g.geomean_vs_torch),
+                       fmt::format("{}/{}", g.with_torch, g.problems));
+  }
+  o += fmt::format("\n{:<28} {:<10} {:>10} {:>9} {:>9} {:>10} {:>9} {:>6} {:>10} {:>6}\n", "problem", "state", "best",
+                   "speedup", "vs eager", "vs compile", "vs torch", "SOL", "J/call", "cands");
   for (const auto& p : r.problems)
-    o += fmt::format("{:<28} {:<10} {:>10} {:>9} {:>9} {:>10} {:>6} {:>10} {:>6}\n", p.id, driver::to_string(p.state),
-                     p.correct ? format_seconds(p.best_s) : "-", x_or_dash(p.speedup), x_or_dash(p.vs_eager),
-                     x_or_dash(p.vs_compile), p.speed_of_light > 0 ? fmt::format("{:.0f}%", 100 * p.speed_of_light) : "-",
+    o += fmt::format("{:<28} {:<10} {:>10} {:>9} {:>9} {:>10} {:>9} {:>6} {:>10} {:>6}\n", p.id,
+                     driver::to_string(p.state), p.correct ? format_seconds(p.best_s) : "-", x_or_dash(p.speedup),
+                     x_or_dash(p.vs_eager), x_or_dash(p.vs_compile), x_or_dash(p.vs_torch),
+                     p.speed_of_light > 0 ? fmt::format("{:.0f}%", 100 * p.speed_of_light) : "-",
                      p.joules_per_call > 0 ? fmt::format("{:.3g}", p.joules_per_call) : "-", p.candidates);
   o += energy_text(r);
   for (const auto& p : r.problems)
@@ -570,16 +598,19 @@ std::string to_html(const CampaignReport& r) {
                   "</title><style>" + kStyle + "</style></head><body>\n";
   o += "<h1>kernelpro: " + esc(r.title) + "</h1>\n";
   o += "<h2>Summary</h2>\n<table id=\"summary\"><tr><th>group</th><th>problems</th><th>correct</th><th>fast_0</th><th>fast_1</th>"
-       "<th>fast_1.5</th><th>fast_2</th><th>geomean speedup</th><th>vs eager</th><th>vs torch.compile</th><th>candidates</th>"
-       "<th>LLM cost</th></tr>\n";
+       "<th>fast_1.5</th><th>fast_2</th><th>geomean speedup</th><th>vs eager</th><th>vs torch.compile</th>"
+       "<th>vs faster torch</th><th>fast_1 vs faster torch</th><th>candidates</th><th>LLM cost</th></tr>\n";
   for (const auto& g : r.groups)
     o += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{:.2f}</td><td>{:.2f}</td><td>{:.2f}</td><td>{}</td><td>{}</td>"
-        "<td>{}</td><td>{}</td><td>${:.2f}</td></tr>\n",
+        "<td>{}</td><td>{}</td><td>{:.2f}</td><td>{}</td><td>${:.2f}</td></tr>\n",
         esc(g.group), g.problems, g.correct, g.fast_p[0], g.fast_p[1], g.fast_p[2], g.fast_p[3], x_or_dash(g.geomean_speedup),
-        x_or_dash(g.geomean_vs_eager), x_or_dash(g.geomean_vs_compile), g.candidates, g.cost_usd);
+        x_or_dash(g.geomean_vs_eager), x_or_dash(g.geomean_vs_compile), x_or_dash(g.geomean_vs_torch),
+        g.fast_p_vs_torch[1], g.candidates, g.cost_usd);
   o += "</table>\n<p>fast_p: the share of a group's problems with a correct candidate more than p times faster than the "
-       "reference timed in the same evaluation (KernelBench's definition). Geomeans are over the correct problems.</p>\n";
+       "reference timed in the same evaluation (KernelBench's definition). \"vs faster torch\" is KernelBench v3's "
+       "column: against the faster of PyTorch eager and torch.compile measured on the same card; its fast_1 counts a "
+       "problem without that baseline as not faster. Geomeans are over the correct problems.</p>\n";
   for (const auto& n : r.notes) o += "<p class=\"note\">Note: " + esc(n) + "</p>\n";
 
   o += "<h2>Speedup distribution</h2>\n";
@@ -597,17 +628,17 @@ std::string to_html(const CampaignReport& r) {
        "against torch.compile</span></div>\n" +
        bars_svg(all) + "\n";
   o += "<table id=\"problems\"><tr><th>problem</th><th>state</th><th>best</th><th>speedup</th><th>vs eager</th>"
-       "<th>vs torch.compile</th><th>speed of light</th><th>J per call</th><th>candidates</th><th>LLM calls</th><th>tokens</th>"
-       "<th>cost</th><th>GPU</th></tr>\n";
+       "<th>vs torch.compile</th><th>vs faster torch</th><th>speed of light</th><th>J per call</th><th>candidates</th>"
+       "<th>LLM calls</th><th>tokens</th><th>cost</th><th>GPU</th></tr>\n";
   for (const auto& p : r.problems)
     o += fmt::format(
         "<tr><td><a href=\"#p-{0}\">{0}</a></td><td class=\"{1}\">{1}</td><td>{2}</td><td>{3}</td><td>{4}</td><td>{5}</td>"
-        "<td>{6}</td><td>{7}</td><td>{8}</td><td>{9}</td><td>{10}</td><td>${11:.3f}</td><td>{12}</td></tr>\n",
+        "<td>{13}</td><td>{6}</td><td>{7}</td><td>{8}</td><td>{9}</td><td>{10}</td><td>${11:.3f}</td><td>{12}</td></tr>\n",
         esc(p.id), esc(driver::to_string(p.state)), p.correct ? format_seconds(p.best_s) : "-", x_or_dash(p.speedup),
         x_or_dash(p.vs_eager), x_or_dash(p.vs_compile),
         p.speed_of_light > 0 ? fmt::format("{:.0f}%", 100 * p.speed_of_light) : "-",
         p.joules_per_call > 0 ? fmt::format("{:.3g}", p.joules_per_call) : "-", p.candidates, p.llm_calls, p.tokens,
-        p.cost_usd, esc(p.device));
+        p.cost_usd, esc(p.device), x_or_dash(p.vs_torch));
   o += "</table>\n";
   std::string energy;
   for (const auto& p : r.problems) {

@@ -9,6 +9,9 @@
 //   vs eager / vs compile   `kernelpro baseline`'s median time of PyTorch eager / torch.compile
 //                over the best candidate's; only from a baseline measured on the card the
 //                candidate was timed on (never mixed across cards)
+//   vs torch     KernelBench v3's column: the faster of eager and torch.compile (of those measured
+//                on the card) over the best candidate's; its fast_p counts every problem of the
+//                group, a problem with no baseline as not faster
 //   fast_p       KernelBench's: the fraction of the group's problems (every problem listed, run
 //                or not) with a correct candidate more than p times faster than the reference;
 //                fast_0 is the correctness rate
@@ -49,6 +52,7 @@ struct ProblemResult {
   bool correct = false;                 // a candidate passed every check
   double best_s = 0, reference_s = 0, speedup = 0;
   double eager_s = 0, compile_s = 0, vs_eager = 0, vs_compile = 0;  // 0: no baseline on this card
+  double torch_s = 0, vs_torch = 0;  // the faster of eager_s and compile_s (those measured), over best_s
   double floor_s = 0, speed_of_light = 0;
   double joules_per_call = 0;  // of the fastest correct candidate (best_s)
   // The search's objective (best.json) and, under an energy objective, the candidate it chose:
@@ -73,6 +77,9 @@ struct GroupSummary {
   double geomean_speedup = 0;       // 0: no correct problem
   double geomean_vs_eager = 0, geomean_vs_compile = 0;
   int with_eager = 0, with_compile = 0;
+  double fast_p_vs_torch[4] = {0, 0, 0, 0};  // for kFastP, against the faster of eager and compile
+  double geomean_vs_torch = 0;
+  int with_torch = 0;
   double correctness_rate = 0;
   int candidates = 0;
   double cost_usd = 0;

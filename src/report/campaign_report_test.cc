@@ -102,6 +102,8 @@ TEST_F(CampaignReportDir, TheBestCandidateIsComparedWithTheBaselinesOfItsOwnCard
   EXPECT_DOUBLE_EQ(p.speedup, 4.0);
   EXPECT_NEAR(p.vs_eager, 3.0, 1e-9);
   EXPECT_NEAR(p.vs_compile, 2.0, 1e-9);
+  EXPECT_NEAR(p.torch_s, 0.002, 1e-12) << "the faster of eager (3 ms) and torch.compile (2 ms)";
+  EXPECT_NEAR(p.vs_torch, 2.0, 1e-9);
   EXPECT_NEAR(p.speed_of_light, 0.5, 1e-9);
   EXPECT_EQ(p.candidates, 3);
   EXPECT_EQ(p.llm_calls, 1);
@@ -120,6 +122,7 @@ TEST_F(CampaignReportDir, ABaselineOfAnotherCardIsNeverUsed) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->problems[0].vs_eager, 0);
   EXPECT_EQ(r->problems[0].vs_compile, 0);
+  EXPECT_EQ(r->problems[0].vs_torch, 0);
   ASSERT_EQ(r->notes.size(), 1u);
   EXPECT_NE(r->notes[0].find("NVIDIA H100"), std::string::npos);
 }
@@ -142,6 +145,30 @@ TEST_F(CampaignReportDir, ThePrintersCarryTheSameNumbers) {
   EXPECT_EQ(html.find("<script"), std::string::npos) << "the page needs no script";
   EXPECT_EQ(html.find("http"), std::string::npos) << "the page loads nothing from the network";
   EXPECT_NE(to_text(r).find("4.00x"), std::string::npos);
+  EXPECT_DOUBLE_EQ(j["problems"][0]["vs_torch"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(j["groups"][0]["fast_p_vs_torch"]["1.5"].get<double>(), 1.0);
+  EXPECT_EQ(split(csv[0], ',').back(), "vs_torch");
+  EXPECT_EQ(split(csv[1], ',').back(), "2");
+  EXPECT_NE(to_text(r).find("KernelBench v3"), std::string::npos);
+  EXPECT_NE(html.find("vs faster torch"), std::string::npos);
+}
+
+// KernelBench v3's column: against the faster of eager and torch.compile; fast_p over every
+// problem of the group, one without that baseline counted as not faster.
+TEST(CampaignReport, TheFasterTorchColumnCountsEveryProblem) {
+  CampaignReport r;
+  r.problems = {problem("level2", true, 3.0), problem("level2", true, 3.0), problem("level2", true, 3.0),
+                problem("level2", false, 0)};
+  r.problems[0].vs_torch = 1.6;
+  r.problems[1].vs_torch = 0.9;  // problem 2 has no baseline on its card
+  summarize(r);
+  const GroupSummary& g = r.groups[0];
+  EXPECT_DOUBLE_EQ(g.fast_p_vs_torch[0], 2.0 / 4);
+  EXPECT_DOUBLE_EQ(g.fast_p_vs_torch[1], 1.0 / 4);
+  EXPECT_DOUBLE_EQ(g.fast_p_vs_torch[2], 1.0 / 4);
+  EXPECT_DOUBLE_EQ(g.fast_p_vs_torch[3], 0.0);
+  EXPECT_NEAR(g.geomean_vs_torch, std::sqrt(1.6 * 0.9), 1e-12);
+  EXPECT_EQ(g.with_torch, 2);
 }
 
 // Under energy-at-matched-time the search may choose a candidate a little slower than the fastest
