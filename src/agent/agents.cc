@@ -41,8 +41,9 @@ Vars Agents::task_vars(const TaskBrief& t) const {
           {"problem", t.kind == TaskKind::kKernelBench ? t.interface : std::string()}};
 }
 
-ChatRequest Agents::request(const std::string& user) const {
+ChatRequest Agents::request(const std::string& user, const std::string& purpose) const {
   ChatRequest r;
+  r.purpose = purpose;
   r.model = model_;
   r.max_tokens = o_.max_tokens;
   r.temperature = o_.temperature;
@@ -100,7 +101,7 @@ Result<Plan> Agents::plan(const TaskBrief& task, const std::string& feedback, co
         if (a.is_string()) p.actions.push_back(a.get<std::string>());
     return p;
   };
-  return converse(request(*text), parse, nullptr);
+  return converse(request(*text, "planner"), parse, nullptr);
 }
 
 Result<CoderResult> Agents::write(const TaskBrief& task, const std::string& direction, const std::string& feedback,
@@ -112,7 +113,7 @@ Result<CoderResult> Agents::write(const TaskBrief& task, const std::string& dire
     v["cutlass"] = tools->cutlass_version.empty() ? std::string("CUTLASS") : "CUTLASS " + tools->cutlass_version;
   auto text = prompts_.render(task.kind == TaskKind::kNative ? "coder_native" : "coder_kernelbench", v);
   if (!text) return text.error();
-  ChatRequest req = request(*text);
+  ChatRequest req = request(*text, "coder");
   CoderResult result;
   const bool offer = o_.tools && tools;
   if (offer) {
@@ -230,7 +231,7 @@ Result<CoderResult> Agents::debug(const TaskBrief& task, const CandidateFiles& f
   v["diagnostics"] = cut_log(diagnostics);
   auto text = prompts_.render(task.kind == TaskKind::kNative ? "debugger_native" : "debugger_kernelbench", v);
   if (!text) return text.error();
-  return candidate(request(*text), task.kind, {});
+  return candidate(request(*text, "debugger"), task.kind, {});
 }
 
 Result<std::vector<std::string>> Agents::choose_tools(const TaskBrief& task, const std::string& feedback,
@@ -270,7 +271,7 @@ Result<std::vector<std::string>> Agents::choose_tools(const TaskBrief& task, con
     }
     return out;
   };
-  return converse(request(*text), parse, nullptr);
+  return converse(request(*text, "analyst"), parse, nullptr);
 }
 
 }  // namespace kp::agent

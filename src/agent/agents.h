@@ -109,7 +109,7 @@ class Agents {
 
  private:
   Vars task_vars(const TaskBrief& task) const;
-  llm::ChatRequest request(const std::string& user) const;
+  llm::ChatRequest request(const std::string& user, const std::string& purpose) const;
   // Asks, and asks again with the repair template while `parse` returns an error. `first`, when
   // set, is a reply to `req` already in hand (the coder's tool loop), judged before asking.
   template <typename T>

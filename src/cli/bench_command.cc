@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "driver/baseline.h"
 #include "driver/campaign.h"
+#include "llm/provider.h"
 #include "report/campaign_report.h"
 #include "sys/subprocess.h"
 #include "util/strings.h"
@@ -67,7 +68,9 @@ std::vector<std::string> optimize_args(const BenchFlags& f, const CommonFlags& c
     if (!v.empty()) a.insert(a.end(), {flag, v});
   };
   if (f.minutes > 0) add("--minutes", fmt::format("{:g}", f.minutes));
+  if (f.in_flight > 0) add("--in-flight", std::to_string(f.in_flight));
   add("--search", f.search);
+  add("--feedback", f.feedback);
   add("--objective", f.objective);
   add("--provider", f.provider);
   add("--model", f.model);
@@ -413,6 +416,35 @@ int run_bench_status(const BenchFlags& f, const CommonFlags& common) {
     std::cout << fmt::format("  {:<28} {:<10} {}\n", spec->problems[i].id, driver::to_string(s.state), detail);
   }
   for (const auto& l : job_lines) std::cout << "  " << l << "\n";
+  return kExitOk;
+}
+
+int run_bench_prompts(const BenchFlags& f, const CommonFlags& common) {
+  auto spec = driver::load_campaign(f.campaign);
+  if (!spec.ok()) return exit_for(spec.error());
+  const fs::path dir = fs::absolute(f.campaign).lexically_normal();
+  const std::string resume = fmt::format("kernelpro bench run {}", dir.string());
+  json waiting = json::array();
+  std::set<std::string> problems;
+  for (const auto& p : spec->problems)
+    for (const auto& w : llm::waiting_prompts((dir / "runs" / p.folder() / "manual").string())) {
+      waiting.push_back({{"problem", p.id}, {"purpose", w.purpose}, {"prompt", w.prompt}, {"answer", w.answer},
+                         {"asked", w.asked}});
+      problems.insert(p.id);
+    }
+  if (common.json) {
+    std::cout << json{{"campaign", dir.string()}, {"waiting", waiting}, {"then", resume}}.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << fmt::format("{}: {} prompt(s) wait in {} problem(s)\n", dir.string(), waiting.size(), problems.size());
+  for (const auto& w : waiting)
+    std::cout << fmt::format("  {:<28} {:<9} {}\n  {:<28} {:<9} -> {}\n", w["problem"].get<std::string>(),
+                             w["purpose"].get<std::string>(), w["prompt"].get<std::string>(), "", "",
+                             w["answer"].get<std::string>());
+  if (!waiting.empty())
+    std::cout << fmt::format("Write each reply (the model's whole reply, nothing else) into its answer file, then: "
+                             "{}\n",
+                             resume);
   return kExitOk;
 }
 

@@ -377,6 +377,8 @@ Result<std::unique_ptr<ModelSetup>> model_setup(const ModelFlags& flags, const f
   ctx.resume_hint = resume_hint + (flags.config.empty() ? " --provider " + config.provider : " --config " + flags.config);
   if (!flags.model.empty()) ctx.resume_hint += " --model " + flags.model;
   if (!flags.base_url.empty()) ctx.resume_hint += " --base-url " + flags.base_url;
+  // A campaign's problem is resumed by the campaign (driver/campaign.cc sets this), not by hand.
+  if (const char* h = std::getenv("KP_RESUME_HINT"); h && *h) ctx.resume_hint = h;
   m->resume_hint = ctx.resume_hint;
   Error perr;
   m->provider = llm::make_provider(config, ctx, &perr);

@@ -174,6 +174,8 @@ struct BenchFlags {
   // What every problem's `kernelpro optimize` gets.
   int budget = 12;
   double minutes = 0;
+  int in_flight = 0;  // --in-flight: each problem's children at once (0: optimize's default)
+  std::string feedback;  // --feedback: what the model sees of a profile (empty: optimize's default)
   std::string search, objective, provider, model, config, base_url;
   double max_cost = 0;
   double timeout_s = 0;
@@ -190,6 +192,8 @@ struct BenchFlags {
 int run_bench_run(const BenchFlags& flags, const CommonFlags& common);
 int run_bench_status(const BenchFlags& flags, const CommonFlags& common);
 int run_bench_report(const BenchFlags& flags, const CommonFlags& common);
+// `kernelpro bench prompts C`: the manual provider's waiting prompts over the campaign.
+int run_bench_prompts(const BenchFlags& flags, const CommonFlags& common);
 // `kernelpro mcp` (cli/mcp_command.cc, mcp/server.h): the MCP server on stdin/stdout.
 int run_mcp(const std::string& workspace, const std::vector<std::string>& allow);
 // `kernelpro report RUN_DIR`: one run's page.

@@ -97,6 +97,7 @@ struct Commands {
   CLI::App* bench_run = nullptr;
   CLI::App* bench_status = nullptr;
   CLI::App* bench_report = nullptr;
+  CLI::App* bench_prompts = nullptr;
   CLI::App* report = nullptr;
   CLI::App* mcp = nullptr;
   CLI::App* doctor = nullptr;
@@ -354,9 +355,11 @@ void Commands::add_bench(CLI::App& app) {
     bench_run->add_flag("--no-baselines", b.no_baselines, "KernelBench: do not measure PyTorch eager and torch.compile first");
     bench_run->add_option("--budget", b.budget, "candidates per problem (default 12)")->check(CLI::PositiveNumber);
     bench_run->add_option("--minutes", b.minutes, "wall time per problem")->check(CLI::NonNegativeNumber);
+    bench_run->add_option("--in-flight", b.in_flight, "with a model: each problem's children in the making at once; with --provider manual, the prompts that wait at once per problem (one GPU round measures them all)")->check(CLI::PositiveNumber);
     bench_run->add_option("--search", b.search, "mcts (default), greedy or beam");
+    bench_run->add_option("--feedback", b.feedback, "with a model: what the planner and coder see of each candidate's profile: tools (default), raw-metrics or none");
     bench_run->add_option("--objective", b.objective, "time (default), energy, edp or energy-at-matched-time");
-    bench_run->add_option("--provider", b.provider, "openai, anthropic or command: a model writes the candidates (needed for KernelBench)");
+    bench_run->add_option("--provider", b.provider, "openai, anthropic, command or manual: a model writes the candidates (needed for KernelBench); manual leaves every problem waiting at its prompts (kernelpro bench prompts lists them)");
     bench_run->add_option("--model", b.model, "the model's name at the provider");
     bench_run->add_option("--config", b.config, "TOML file with an [llm] table");
     bench_run->add_option("--base-url", b.base_url, "the API's base URL");
@@ -378,6 +381,9 @@ void Commands::add_bench(CLI::App& app) {
   bench_status->add_option("--squeue", bench_flags.squeue, "the squeue binary")->default_val("squeue");
   bench_status->add_option("--sacct", bench_flags.sacct, "the sacct binary")->default_val("sacct");
   bench_status->add_flag("--json", common.json, "print JSON");
+  bench_prompts = bench->add_subcommand("prompts", "with --provider manual: every prompt that waits for its answer, and where the answer goes");
+  bench_prompts->add_option("campaign", bench_flags.campaign, "the campaign folder")->required();
+  bench_prompts->add_flag("--json", common.json, "print JSON: one object per prompt (problem, purpose, prompt, answer)");
   bench_report = bench->add_subcommand("report", "the campaign's numbers: fast_p, geomean speedups, per problem; JSON, CSV, HTML");
   bench_report->add_option("campaign", bench_flags.campaign, "the campaign folder")->required();
   bench_report->add_option("--html", bench_flags.html, "write the page here (one self-contained file)");
@@ -441,6 +447,7 @@ int Commands::run() {
   }
   if (*bench_status) return kp::cli::run_bench_status(bench_flags, common);
   if (*bench_report) return kp::cli::run_bench_report(bench_flags, common);
+  if (*bench_prompts) return kp::cli::run_bench_prompts(bench_flags, common);
   if (*report) return kp::cli::run_run_report(report_dir, report_html, common);
   if (*mcp) return kp::cli::run_mcp(mcp_workspace, mcp_allow);
   return 2;

@@ -102,6 +102,9 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
     if (Status s = reference_as_seed(*task, o.run_dir); !s.ok()) return exit_for(s.error());
   llm::LlmClient& client = *(*setup)->client;
   hint = (*setup)->resume_hint;
+  // A person or a helper answers the manual provider's prompts in rounds: the loop asks its
+  // in-flight children's prompts at once and a resume asks the same ones (OptimizeOptions::waves).
+  o.waves = (*setup)->provider->kind() == "manual";
 
   auto judges = loop_judges(flags.task, flags.feedback != "none", common, flags.eval);
   if (!judges.ok()) return exit_for(judges.error());

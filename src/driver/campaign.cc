@@ -533,6 +533,10 @@ sys::Command CampaignLanes::optimize_command(const CampaignProblem& p, const fs:
     cmd.argv.push_back(a);
   cmd.env_set = o.env;
   cmd.env_set.push_back({"KP_CAMPAIGN_PID", std::to_string(getpid())});
+  // What a manual prompt's header tells whoever answers it to run next.
+  cmd.env_set.push_back({"KP_RESUME_HINT", fmt::format("kernelpro bench run {} (or answer every waiting prompt first: "
+                                                       "kernelpro bench prompts {})",
+                                                       o.dir.string(), o.dir.string())});
   if (lane == "cpu")
     cmd.env_set.push_back({"CUDA_VISIBLE_DEVICES", ""});
   else if (!o.inherit_gpu)

@@ -30,8 +30,15 @@ void Pipeline::drop(Job& job) {
 
 Job* Pipeline::oldest_in(Lane lane) {
   for (auto& j : jobs_)
-    if (j.stage == lane && lane_(lane).job != &j) return &j;
+    if (j.stage == lane && !j.waiting && lane_(lane).job != &j) return &j;
   return nullptr;
+}
+
+bool Pipeline::all_parked() const {
+  if (jobs_.empty()) return false;
+  for (const auto& j : jobs_)
+    if (!j.waiting) return false;
+  return true;
 }
 
 void Pipeline::start(Lane lane, Job& job, std::function<void()> work) {

@@ -53,6 +53,12 @@ struct Job {
   std::optional<Result<eval::EvalResult>> result;
   std::optional<Result<Analysis>> analysis;
   double model_s = 0, build_s = 0, analyze_s = 0;
+  // Parked (OptimizeOptions::waves): its model step waits for an answer; no lane takes it again
+  // in this run.
+  bool waiting = false;
+  // Waves: this plan is proposal wave_k of wave_n made from the same parent in its wave (set when
+  // the wave is made, so that its prompt does not change as the others move on). 0: none.
+  int wave_k = 0, wave_n = 0;
 };
 
 // How many jobs the pipeline may hold. width: OptimizeOptions::in_flight (at least 1).
@@ -86,8 +92,12 @@ class Pipeline {
   Job& add(Job job);
   // The job removed; it must not be in a lane.
   void drop(Job& job);
-  // The oldest job waiting for `lane` and not in it; null when none.
+  // The oldest job waiting for `lane`, not in it and not parked; null when none.
   Job* oldest_in(Lane lane);
+  // Whether every job is parked (Job::waiting); false when there is none.
+  bool all_parked() const;
+  std::list<Job>& jobs() { return jobs_; }
+  const std::list<Job>& jobs() const { return jobs_; }
 
   bool busy(Lane lane) const { return lane_(lane).job != nullptr; }
   bool idle() const { return !busy(Lane::kModel) && !busy(Lane::kBuild) && !busy(Lane::kGpu); }

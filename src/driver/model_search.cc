@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -72,6 +73,15 @@ class ModelLoop {
   // An error from the model: a manual prompt unanswered or the LLM budget spent stop the run
   // cleanly (resumable); anything else is the run's error.
   void model_failed(const Error& e);
+  // A model step of `j` that came back pending: parked in waves (the other jobs go on), else
+  // the run stops here. True when it was handled so (the job stays or goes as it says).
+  bool parked(Job& j, const Error& e);
+  void add_pending(const std::string& message) {
+    std::string& p = ledger_.report().pending;
+    p += (p.empty() ? "" : "\n") + message;
+  }
+  // In waves: "proposal k of n" for a plan job among the wave's plan jobs of the same parent.
+  std::string wave_note(const Job& j) const;
 
   void fill();
   Result<bool> dispatch();
@@ -93,13 +103,15 @@ class ModelLoop {
   std::optional<Error> failure_;
   std::optional<StopReason> stopped_here_;
   SpendSnapshot spend_;
+  int wave_start_ = 0;        // waves: the first node of the wave in the making
+  std::string wave_lessons_;  // waves: the planner's lessons as the wave began
   Pipeline pipeline_;  // last: its lanes' work uses the members above, and is waited for first
 };
 
 void ModelLoop::model_failed(const Error& e) {
   if (e.code == ErrorCode::kPending) {
     stop_here(StopReason::kPending);
-    ledger_.report().pending = e.message;
+    add_pending(e.message);
   } else if (spend_.over()) {
     stop_here(StopReason::kBudget);
   } else {
@@ -111,6 +123,17 @@ void ModelLoop::model_failed(const Error& e) {
 // flight is a child in the tree, unmeasured, so that the strategy counts it against its
 // parent's widening.
 void ModelLoop::fill() {
+  // In waves, a wave starts from the tree as the store has it: only once the last one is done.
+  if (o_.waves && !pipeline_.empty()) return;
+  if (o_.waves) {
+    wave_start_ = static_cast<int>(tree_.size());
+    auto all = ledger_.store().lessons_in_order();
+    if (!all) {
+      failure_ = all.error();
+      return;
+    }
+    wave_lessons_ = prompts_.lessons(*all);
+  }
   while (!stopping() && pipeline_.has_room(ledger_.evaluated())) {
     auto e = strategy_->next(tree_);
     if (!e) return;
@@ -127,6 +150,16 @@ void ModelLoop::fill() {
     prompts_.grow(tree_.size());
     pipeline_.add(std::move(j));
   }
+  if (!o_.waves) return;
+  std::map<int, int> ideas;  // per parent, the plan jobs of the wave
+  for (const Job& x : pipeline_.jobs())
+    if (x.step == ModelStep::kPlan) ++ideas[x.parent];
+  std::map<int, int> seen;
+  for (Job& x : pipeline_.jobs())
+    if (x.step == ModelStep::kPlan) {
+      x.wave_k = ++seen[x.parent];
+      x.wave_n = ideas[x.parent];
+    }
 }
 
 // The model lane's next step for `j`, its prompt rendered here from the tree as it is now.
@@ -149,7 +182,9 @@ void ModelLoop::start_model(Job& j, const std::string& lessons) {
     }
     case ModelStep::kPlan: {
       say(fmt::format("planner: choosing a direction from node {} | {}", j.parent, status()));
-      work = [this, job, b, feedback, lessons, past = prompts_.history(tree_, j.parent)] {
+      work = [this, job, b, feedback, lessons,
+              past = o_.waves ? prompts_.history(tree_, j.parent, false, wave_start_) + wave_note(j)
+                              : prompts_.history(tree_, j.parent)] {
         const auto tl = Clock::now();
         job->plan = agents_.plan(b, feedback, lessons, past);
         job->model_s = since(tl);
@@ -178,7 +213,9 @@ Result<bool> ModelLoop::dispatch() {
   if (!pipeline_.busy(Lane::kModel)) {
     if (Job* j = pipeline_.oldest_in(Lane::kModel)) {
       std::string lessons;
-      if (j->step == ModelStep::kPlan) {
+      if (j->step == ModelStep::kPlan && o_.waves) {
+        lessons = wave_lessons_;  // as the wave began: not what its own children taught since
+      } else if (j->step == ModelStep::kPlan) {
         KP_TRY(auto all, ledger_.store().lessons_in_order());
         lessons = prompts_.lessons(all);
       }
@@ -274,11 +311,26 @@ Status ModelLoop::record_known(Job& j, const store::EvaluationRow& of) {
 
 // Takes back what the model lane made: a plan (the job waits for the coder), or files (the job
 // goes to the compiler or the GPU, unless their code was measured).
+bool ModelLoop::parked(Job& j, const Error& e) {
+  if (!o_.waves || e.code != ErrorCode::kPending) return false;
+  j.waiting = true;
+  add_pending(e.message);
+  return true;
+}
+
+std::string ModelLoop::wave_note(const Job& j) const {
+  if (j.wave_n < 2) return "";
+  return fmt::format("- (this is proposal {} of {} made in parallel from this candidate; the others are not known to "
+                     "you: choose a direction they are less likely to take, say your idea ranked {} by promise)\n",
+                     j.wave_k, j.wave_n, j.wave_k);
+}
+
 Status ModelLoop::take_model(Job& j) {
   ledger_.report().llm_s += j.model_s;
   if (j.step == ModelStep::kPlan) {
     auto plan = std::move(*j.plan);
     j.plan.reset();
+    if (!plan && parked(j, plan.error())) return ok_status();
     if (!plan) {
       model_failed(plan.error());
       pipeline_.drop(j);
@@ -292,6 +344,7 @@ Status ModelLoop::take_model(Job& j) {
   }
   auto written = std::move(*j.written);
   j.written.reset();
+  if (!written && parked(j, written.error())) return ok_status();
   if (!written) {
     model_failed(written.error());
     pipeline_.drop(j);
@@ -368,6 +421,10 @@ Result<StopReason> ModelLoop::run() {
     }
     if (pipeline_.idle()) {
       if (stopping() || pipeline_.empty()) break;
+      if (pipeline_.all_parked()) {  // waves: every job left waits for an answer
+        stop_here(StopReason::kPending);
+        break;
+      }
       continue;  // dispatch can start a lane for any job left: it does on the next turn
     }
     pipeline_.wait();

@@ -463,5 +463,74 @@ TEST(ModelSearch, AManualModelStopsAtEachPromptAndTheRunResumesAcrossMachines) {
       << other.error().message;
 }
 
+// Answered in bulk (waves, as `kernelpro bench prompts` serves a campaign): the run asks its
+// in-flight children's prompts at once, each distinct, stops once all wait, and a resumed run asks
+// exactly those prompts again (none left orphaned), so one round of answers moves every child.
+TEST(ModelSearch, InWavesEveryChildsPromptWaitsAtOnceAndAResumeAsksTheSameOnes) {
+  Harness h;
+  const fs::path manual = h.dir.path() / "manual";
+  auto provider = llm::make_manual_provider({manual.string(), "kernelpro bench run C"});
+  FakeGpu gpu;
+  OptimizeOptions o = h.options();
+  o.max_evaluations = 10;
+  o.in_flight = 3;
+  o.waves = true;
+  auto waiting = [&]() {
+    std::vector<fs::path> w;
+    for (const auto& e : fs::directory_iterator(manual)) {
+      const std::string name = e.path().filename().string();
+      if (name.ends_with(".prompt.md") && !fs::exists(manual / (name.substr(0, name.size() - 10) + ".answer.md")))
+        w.push_back(e.path());
+    }
+    return w;
+  };
+  auto prompts_written = [&]() {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(manual)) n += e.path().filename().string().ends_with(".prompt.md");
+    return n;
+  };
+  auto run = [&]() {
+    llm::LlmClient client(*provider, {});
+    agent::Agents agents(client, h.prompts, "m", {.tools = false});
+    return run_model_optimize(h.task, agents, gpu.hooks(), o);
+  };
+  auto first = run();
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_EQ(first->stopped, "pending");
+  auto planners = waiting();
+  ASSERT_EQ(planners.size(), 3u) << "the three children's planner prompts wait at once";
+  EXPECT_EQ(split_lines(first->pending).size(), 3u) << first->pending;
+  const char* markers[] = {"FAST", "FASTER", "FIXED"};
+  for (const auto& p : planners) {
+    const std::string text = read_file(p.string()).value();
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(text, m, std::regex("proposal ([0-9]) of 3"))) << "distinct prompts: " << p;
+    const std::string answer = fmt::format(R"({{"direction": "idea {}", "why": "w"}})", m[1].str());
+    ASSERT_TRUE(write_file(manual.string() + "/" + p.filename().string().substr(0, 16) + ".answer.md", answer).ok());
+  }
+  o.resume = true;
+  auto second = run();
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  EXPECT_EQ(second->stopped, "pending");
+  auto coders = waiting();
+  ASSERT_EQ(coders.size(), 3u) << "each child's coder prompt";
+  EXPECT_EQ(prompts_written(), 6) << "the resumed run asked the planners' prompts as they were";
+  for (const auto& p : coders) {
+    const std::string text = read_file(p.string()).value();
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(text, m, std::regex("idea ([0-9])"))) << text;
+    ASSERT_TRUE(write_file(manual.string() + "/" + p.filename().string().substr(0, 16) + ".answer.md",
+                           kernel(markers[std::stoi(m[1].str()) - 1]))
+                    .ok());
+  }
+  auto third = run();
+  ASSERT_TRUE(third.ok()) << third.error().message;
+  EXPECT_EQ(third->stopped, "pending") << "the next wave's planners";
+  EXPECT_EQ(gpu.evaluations, 4) << "the seed and the wave's three children, one GPU round";
+  EXPECT_DOUBLE_EQ(third->best_seconds, 0.4e-3);
+  EXPECT_EQ(waiting().size(), 3u);
+  EXPECT_EQ(prompts_written(), 9) << "no prompt of an earlier round was left unanswered";
+}
+
 }  // namespace
 }  // namespace kp::driver

@@ -42,6 +42,12 @@ struct OptimizeOptions {
   // words for the prompts, and how many lessons of earlier runs the planner gets.
   std::string feedback = "tools";
   int in_flight = 2;  // children the model loop makes at once (its pipeline); 1: one after another
+  // Answers come in rounds (the manual provider, answered in bulk): the loop makes its in_flight
+  // children as one wave from the tree as the store has it, renders every prompt of the wave
+  // without what its siblings answered (so that a resumed run asks the same prompts, byte for
+  // byte), parks each prompt left unanswered and stops once nothing else can move, and starts the
+  // next wave only when this one is measured.
+  bool waves = false;
   std::string gpu;
   int memory_lessons = 8;
 };
@@ -72,7 +78,8 @@ struct OptimizeReport {
   int lessons_shared = 0;                        // lessons added to the memory by this run
   // The model loop: seconds in LLM calls and in profiling for the feedback, candidates the
   // model wrote that were already evaluated (same files: measured once), the best node's
-  // direction, and for stopped == "pending" the manual prompt waiting for its answer.
+  // direction, and for stopped == "pending" the manual prompts waiting for their answers (one
+  // line each).
   double llm_s = 0, analyze_s = 0;
   std::map<std::string, double> analyze_parts_s;  // analyze_s by part of the profile (Analysis::seconds)
   int duplicates = 0;

@@ -105,7 +105,7 @@ std::string PromptContext::feedback_for(int node) const {
   return std::string();
 }
 
-std::string PromptContext::history(const search::Tree& t, int id) const {
+std::string PromptContext::history(const search::Tree& t, int id, bool in_flight, int measured_before) const {
   std::vector<int> path;
   for (int n = id; n > 0; n = t.node(n).parent) path.push_back(n);
   std::string out;
@@ -114,9 +114,10 @@ std::string PromptContext::history(const search::Tree& t, int id) const {
                        result_words(t.node(*it), t.node(0), facts(*it).outcome));
   for (int c : t.node(id).children) {
     const search::Node& ch = t.node(c);
-    if (!ch.measured) {
+    if (!ch.measured || c >= measured_before) {
       // In flight: its direction once the planner gave it, so that the next is another.
-      if (!ch.via.text.empty()) out += fmt::format("- (being tried now from this candidate) {}\n", ch.via.text);
+      if (in_flight && !ch.via.text.empty())
+        out += fmt::format("- (being tried now from this candidate) {}\n", ch.via.text);
       continue;
     }
     out += fmt::format("- (tried from this candidate) {}: {}\n", ch.via.text,

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,8 +91,12 @@ class PromptContext {
   std::string feedback_for(int node) const;
   // What was tried on the way to `node` and from it, for the planner: the path from the seed,
   // its children measured with their results, and those in flight with their direction once the
-  // planner gave it ("being tried now"), so that the next plan is another.
-  std::string history(const search::Tree& tree, int node) const;
+  // planner gave it ("being tried now"), so that the next plan is another. In waves
+  // (OptimizeOptions::waves) a prompt must not depend on how far its wave's other children got:
+  // in_flight false leaves out the children in flight, and only children before node
+  // `measured_before` (the wave's first) are shown measured.
+  std::string history(const search::Tree& tree, int node, bool in_flight = true,
+                      int measured_before = std::numeric_limits<int>::max()) const;
   // The run's latest kRunLessons lessons (`in_order`: all, as they were added), then the memory's.
   std::string lessons(const std::vector<store::Lesson>& in_order) const;
   // The direction of a repair child of the failing `node`.

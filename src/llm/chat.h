@@ -49,6 +49,9 @@ struct ChatRequest {
   int max_tokens = 8192;          // the most tokens the reply may have
   double temperature = 0;
   bool stream = false;            // ask for server-sent events (the reply is the same)
+  // Who asks, for people and files only ("planner", "coder", "debugger", "analyst"): never sent,
+  // and not part of to_json (so not of a cache or manual key).
+  std::string purpose;
 };
 
 // Why the model stopped.

@@ -1,8 +1,10 @@
 // The command and manual providers: the model reached through a process or a person.
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "llm/provider.h"
 #include "sys/subprocess.h"
@@ -99,6 +101,11 @@ class ManualProvider final : public Provider {
       a.error = s.error();
       return a;
     }
+    const nlohmann::json meta = {{"purpose", request.purpose}, {"asked", utc_now_iso8601()}};
+    if (Status s = write_file((fs::path(o_.dir) / (key + ".json")).string(), meta.dump(1) + "\n"); !s) {
+      a.error = s.error();
+      return a;
+    }
     a.error = make_error(ErrorCode::kPending, fmt::format("waiting for a manual answer: the prompt is in {}; write the "
                                                           "reply to {}, then {}",
                                                           prompt.string(), answer.string(), resume()));
@@ -113,6 +120,48 @@ class ManualProvider final : public Provider {
 }  // namespace
 
 std::string manual_key(const ChatRequest& request) { return sha256_hex(to_json(request).dump()).substr(0, 16); }
+
+namespace {
+// Who a prompt without its record asks, from the reply format it asks for.
+std::string purpose_from_text(const std::string& text) {
+  if (text.find("Reply with exactly two code blocks") != std::string::npos) return "coder";
+  if (text.find("\"tools\"") != std::string::npos) return "analyst";
+  if (text.find("\"direction\"") != std::string::npos) return "planner";
+  return "";
+}
+}  // namespace
+
+std::vector<WaitingPrompt> waiting_prompts(const std::string& dir) {
+  std::vector<std::pair<fs::file_time_type, WaitingPrompt>> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    constexpr std::string_view kSuffix = ".prompt.md";
+    if (name.size() <= kSuffix.size() || !name.ends_with(kSuffix)) continue;
+    WaitingPrompt w;
+    w.key = name.substr(0, name.size() - kSuffix.size());
+    w.prompt = e.path().string();
+    w.answer = (fs::path(dir) / (w.key + ".answer.md")).string();
+    if (fs::exists(w.answer, ec)) {
+      auto text = read_file(w.answer);
+      if (text && !trim(*text).empty()) continue;
+    }
+    if (auto meta = read_file((fs::path(dir) / (w.key + ".json")).string())) {
+      const auto j = nlohmann::json::parse(*meta, nullptr, false);
+      if (j.is_object()) {
+        w.purpose = j.value("purpose", "");
+        w.asked = j.value("asked", "");
+      }
+    }
+    if (w.purpose.empty())
+      if (auto text = read_file(w.prompt)) w.purpose = purpose_from_text(*text);
+    found.emplace_back(fs::last_write_time(e.path(), ec), std::move(w));
+  }
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<WaitingPrompt> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
 
 std::unique_ptr<Provider> make_command_provider(CommandProviderOptions o) { return std::make_unique<CommandProvider>(std::move(o)); }
 std::unique_ptr<Provider> make_manual_provider(ManualProviderOptions o) { return std::make_unique<ManualProvider>(std::move(o)); }

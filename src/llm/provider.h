@@ -82,7 +82,19 @@ struct ManualProviderOptions {
 };
 // For a request, the files are DIR/<key>.prompt.md and DIR/<key>.answer.md, key = the first 16
 // hex digits of the SHA-256 of to_json(request). The answer file's whole text is the reply.
+// Beside the prompt, DIR/<key>.json records who asks (ChatRequest::purpose) and when.
 std::unique_ptr<Provider> make_manual_provider(ManualProviderOptions options);
 std::string manual_key(const ChatRequest& request);
+
+// A prompt of the manual provider that waits for its answer: no answer file, or an empty one.
+struct WaitingPrompt {
+  std::string key;
+  std::string purpose;  // from DIR/<key>.json, else read from the reply format the prompt asks for
+  std::string prompt;   // DIR/<key>.prompt.md
+  std::string answer;   // DIR/<key>.answer.md: where the reply goes
+  std::string asked;    // ISO 8601 UTC, when it was written ("" when unknown)
+};
+// The prompts waiting in `dir`, oldest first; none when it does not exist.
+std::vector<WaitingPrompt> waiting_prompts(const std::string& dir);
 
 }  // namespace kp::llm

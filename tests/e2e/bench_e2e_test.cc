@@ -4,7 +4,10 @@
 // for real on a CPU machine; the real worker's campaign runs on the GPU machine
 // (scripts/gpu_throughput_session.sh, step campaign).
 #include <filesystem>
+#include <functional>
+#include <map>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -147,6 +150,61 @@ TEST_F(BenchE2e, AKernelBenchCampaignMeasuresItsBaselinesOnItsCardFirst) {
                                (dir_->path() / "KernelBench").string(), "--levels", "1"});
   EXPECT_EQ(no_model.exit_code, 2);
   EXPECT_NE(no_model.err.find("name a model"), std::string::npos) << no_model.err;
+}
+
+// A campaign a model answers in bulk: `bench run --provider manual --in-flight 2` leaves each problem
+// with its two children's prompts waiting at once; `bench prompts --json` lists them all with where
+// each answer goes; the next `bench run` takes every answer at once and goes on to the next prompts.
+TEST_F(BenchE2e, AManualCampaignWaitsAtEveryPromptAtOnceAndTakesTheAnswersInBulk) {
+  const std::vector<std::string> run = {"bench", "run", campaign().string(), "--suite", testing::examples_dir().string(),
+                                        "--only", "gelu,transpose", "--budget", "4", "--in-flight", "2", "--provider",
+                                        "manual", "--feedback", "none", "--gpus", "0", "--worker", fake("fake_workers/fake_worker.sh")};
+  auto prompts = [&]() {
+    CliRun p = kernelpro({"bench", "prompts", campaign().string(), "--json"});
+    EXPECT_EQ(p.exit_code, 0) << p.err;
+    return json::parse(p.out, nullptr, false);
+  };
+  // Answers each waiting prompt with what `reply(purpose, problem, n)` says (n counts per problem).
+  auto answer_all = [&](const json& waiting, const std::function<std::string(const json&, int)>& reply) {
+    std::map<std::string, int> n;
+    for (const auto& w : waiting["waiting"])
+      ASSERT_TRUE(write_file(w["answer"].get<std::string>(), reply(w, n[w["problem"].get<std::string>()]++)).ok());
+  };
+  CliRun first = kernelpro(run);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  json w = prompts();
+  ASSERT_EQ(w["waiting"].size(), 4u) << w.dump(1);  // two per problem
+  for (const auto& x : w["waiting"]) {
+    EXPECT_EQ(x["purpose"], "planner") << x.dump();
+    EXPECT_NE(read_file(x["prompt"].get<std::string>()).value().find("kernelpro bench run " + campaign().string()),
+              std::string::npos)
+        << "the prompt says what to run next";
+  }
+  EXPECT_NE(w["then"].get<std::string>().find("bench run"), std::string::npos);
+  answer_all(w, [](const json&, int n) { return fmt::format(R"({{"direction": "idea {}", "why": "w"}})", n); });
+
+  CliRun second = kernelpro(run);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  w = prompts();
+  ASSERT_EQ(w["waiting"].size(), 4u) << "every child's coder prompt: " << w.dump(1);
+  for (const auto& x : w["waiting"]) EXPECT_EQ(x["purpose"], "coder") << x.dump();
+  answer_all(w, [](const json& x, int n) {
+    const std::string task = x["problem"].get<std::string>();
+    const std::string seed = read_file((testing::examples_dir() / task / "seed.cu").string()).value();
+    return fmt::format("```cuda\n{}\nstatic const int kVariant{} = {};\n```\n", seed, n, n);
+  });
+
+  CliRun third = kernelpro(run);
+  ASSERT_EQ(third.exit_code, 0) << third.err;
+  json s = status();
+  EXPECT_EQ(s["counts"]["pending"], 2) << s.dump(1);
+  w = prompts();
+  ASSERT_EQ(w["waiting"].size(), 2u) << "the last candidate of each budget of 4: " << w.dump(1);
+  for (const auto& problem : {"gelu", "transpose"}) {
+    const json rs = json::parse(read_file((campaign() / "runs" / problem / "optimize.json").string()).value(), nullptr,
+                                false);
+    EXPECT_EQ(rs.value("evaluated", -1), 2) << problem << ": both children, one GPU round: " << rs.dump();
+  }
 }
 
 }  // namespace
