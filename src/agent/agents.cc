@@ -80,8 +80,9 @@ Result<T> Agents::converse(ChatRequest req, const std::function<Result<T>(const 
 }
 
 Result<Plan> Agents::plan(const TaskBrief& task, const std::string& feedback, const std::string& lessons,
-                          const std::string& history) {
+                          const std::string& history, const std::string& measured) {
   Vars v = task_vars(task);
+  v["measured"] = measured;
   v["feedback"] = feedback;
   v["lessons"] = lessons;
   v["history"] = history;

@@ -94,8 +94,9 @@ class Agents {
 
   // feedback: the analysis text (feedback operator) of the current best; lessons: what earlier
   // attempts taught, one per line; history: the directions tried and their results.
+  // measured: the current best's measured time in words ("" leaves the section out).
   Result<Plan> plan(const TaskBrief& task, const std::string& feedback, const std::string& lessons,
-                    const std::string& history);
+                    const std::string& history, const std::string& measured = "");
   Result<CoderResult> write(const TaskBrief& task, const std::string& direction, const std::string& feedback,
                             const CoderTools* tools);
   // failure: "compile_error", "incorrect", "runtime_error", ...; diagnostics: the build log or

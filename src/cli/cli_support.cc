@@ -283,16 +283,6 @@ Result<std::unique_ptr<ProfileSetup>> profile_setup(const ProfileFlags& flags, c
 
 // ---- the model side of generate and optimize ---------------------------------------------------
 
-driver::Judge& LoopJudges::root() {
-  if (!root_judge) {
-    eval::EvaluatorOptions ro = judge->options();
-    ro.eval.library_only_ok = true;  // the problem's own PyTorch code, judged and profiled as the seed
-    ro.worker.scratch_dir /= "root";
-    root_judge = std::make_unique<driver::Judge>(ro);
-  }
-  return *root_judge;
-}
-
 Result<std::unique_ptr<LoopJudges>> loop_judges(const std::string& task_path, bool feedback, const CommonFlags& common,
                                                 const EvalFlags& eval) {
   ProfileFlags pf;

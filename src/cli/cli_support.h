@@ -99,18 +99,15 @@ Result<std::unique_ptr<ProfileSetup>> profile_setup(const ProfileFlags& flags, c
 
 // ---- the model side of generate and optimize ---------------------------------------------------
 
-// The judges of a model run (generate, optimize with a model): `judge` measures every
-// candidate once and profiles it for the feedback on the same worker; `root`, made when first
-// asked, does the same for a KernelBench problem's seed when that seed is the problem's own
-// PyTorch reference (which runs no kernel of its own, so library_only_ok). `profile` holds the
-// analysis options (profiler, ceilings, scratch) made once for the run. With `feedback` the
-// workers prewarm the stage-1 counters.
+// The judge of a model run (generate, optimize with a model): `judge` measures every candidate
+// once and profiles it for the feedback on the same worker, a KernelBench problem's own PyTorch
+// reference as its seed too (under driver::Judge::SeedScope: library_only_ok). `profile` holds
+// the analysis options (profiler, ceilings, scratch) made once for the run. With `feedback` the
+// worker prewarms the stage-1 counters.
 struct LoopJudges {
   std::unique_ptr<ProfileSetup> profile;
-  std::unique_ptr<driver::Judge> judge;
-  std::unique_ptr<driver::Judge> root_judge;
+  std::unique_ptr<driver::Judge> judge;  // the loop's one worker: its seed, its children, their analyses
   bool feedback = true;
-  driver::Judge& root();
 };
 Result<std::unique_ptr<LoopJudges>> loop_judges(const std::string& task_path, bool feedback, const CommonFlags& common,
                                                 const EvalFlags& eval);

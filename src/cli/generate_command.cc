@@ -60,8 +60,9 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
   };
   hooks.analyze = [&](const fs::path& cu, const fs::path& py, const std::vector<std::string>& extra) {
     const bool reference_seed = kernelbench && task->seed_path && py == *task->seed_path;
-    driver::Judge& judge = reference_seed ? j.root() : *j.judge;
-    return analyze_feedback(judge, *j.profile, kernelbench ? py : cu, kernelbench ? cu : fs::path(), extra);
+    std::optional<driver::Judge::SeedScope> seed;
+    if (reference_seed) seed.emplace(*j.judge);
+    return analyze_feedback(*j.judge, *j.profile, kernelbench ? py : cu, kernelbench ? cu : fs::path(), extra);
   };
   if (auto listed = driver::list_tools(analysis::default_rule_dirs()); listed.ok())
     for (const auto& t : *listed) hooks.tool_offers.push_back({t.value("name", ""), t.value("about", ""), false});

@@ -50,6 +50,10 @@ int print_model_report(const driver::OptimizeReport& r, const std::string& task_
     std::cout << fmt::format("{} candidate(s) evaluated in this run ({} duplicate(s) measured once), {} in the tree; "
                              "stopped: {}; {}\n",
                              r.evaluated, r.duplicates, r.nodes, r.stopped, r.best_source.string());
+    if (r.unprofiled > 0)
+      std::cout << fmt::format("NOT PROFILED: {} passing candidate(s) of this run, so their prompts had no profile "
+                               "(they said so); the first: {}\n",
+                               r.unprofiled, r.unprofiled_why);
     // The lanes overlap: their busy time can add up to more than the wall time.
     const double busy = r.llm_s + r.ahead_s + r.build_s + r.worker_s + r.analyze_s;
     std::cout << fmt::format("time: {:.1f} s wall; busy {:.1f} s = {:.1f} s LLM + {:.1f} s compiled ahead + {:.1f} s "
@@ -136,11 +140,14 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
       return r;
     }
     if (!kernelbench) return j.judge->evaluate(*task, cu);
-    return (root ? j.root() : *j.judge).evaluate(*task, py, cu);
+    std::optional<driver::Judge::SeedScope> seed;
+    if (root) seed.emplace(*j.judge);
+    return j.judge->evaluate(*task, py, cu);
   };
   hooks.analyze = [&](const fs::path& cu, const fs::path& py, bool root) {
-    driver::Judge& judge = kernelbench && root ? j.root() : *j.judge;
-    return analyze_feedback(judge, *j.profile, kernelbench ? py : cu, kernelbench ? cu : fs::path(), {});
+    std::optional<driver::Judge::SeedScope> seed;
+    if (kernelbench && root) seed.emplace(*j.judge);
+    return analyze_feedback(*j.judge, *j.profile, kernelbench ? py : cu, kernelbench ? cu : fs::path(), {});
   };
   hooks.record = [&](const eval::EvalResult& r) { return report::eval_to_json(*task, r).dump(); };
   hooks.interrupted = [] { return g_model_interrupted.load(); };

@@ -74,6 +74,20 @@ class Judge {
   const eval::ReferenceTiming* reference_of(const task::Task& task) const;
 
   eval::Evaluator& evaluator() { return *evaluator_; }
+  // A KernelBench reference seed (the problem's own PyTorch code, no kernel of its own) is judged
+  // with library_only_ok while this lives, on this judge's worker: the loop has one worker, since
+  // a second one's range profiler makes the other's collection fail (CUPTI_ERROR_HARDWARE_BUSY,
+  // issue 42 on the H100).
+  class SeedScope {
+   public:
+    explicit SeedScope(Judge& judge) : judge_(judge) { judge_.evaluator_->set_library_only_ok(true); }
+    ~SeedScope() { judge_.evaluator_->set_library_only_ok(judge_.options_.eval.library_only_ok); }
+    SeedScope(const SeedScope&) = delete;
+    SeedScope& operator=(const SeedScope&) = delete;
+
+   private:
+    Judge& judge_;
+  };
   const eval::EvaluatorOptions& options() const { return options_; }
   const JudgeStats& stats() const { return stats_; }
 

@@ -34,6 +34,15 @@ void add_parts(OptimizeReport& report, const Analysis& a) {
 // The loop of a run whose root is in the store: the strategy's picks become jobs in the
 // pipeline (lanes.h), whose results this thread takes back into the tree, the ledger
 // (run_ledger.h) and the facts the prompts are made of (prompt_context.h).
+// A passing candidate the analysis could not profile: said in the run's log, kept in its facts (its
+// prompts say it has no profile and why) and counted in the run's report.
+void not_profiled(OptimizeReport& report, NodeFacts& f, const std::string& why,
+                  const std::function<void(const std::string&)>& say) {
+  f.unprofiled = why;
+  if (report.unprofiled++ == 0) report.unprofiled_why = why;
+  if (say) say("analyze: NOT PROFILED, the prompts will say so (" + why + ")");
+}
+
 class ModelLoop {
  public:
   ModelLoop(const task::Task& task, agent::Agents& agents, const ModelSearchHooks& hooks, const OptimizeOptions& o,
@@ -57,6 +66,9 @@ class ModelLoop {
  private:
   void say(const std::string& s) const {
     if (hooks_.progress) hooks_.progress(s);
+  }
+  std::function<void(const std::string&)> say_fn() const {
+    return [this](const std::string& s) { say(s); };
   }
   std::string status(const search::Measurement* just = nullptr) const {
     std::string llm;
@@ -182,11 +194,11 @@ void ModelLoop::start_model(Job& j, const std::string& lessons) {
     }
     case ModelStep::kPlan: {
       say(fmt::format("planner: choosing a direction from node {} | {}", j.parent, status()));
-      work = [this, job, b, feedback, lessons,
+      work = [this, job, b, feedback, lessons, measured = PromptContext::measured(tree_, j.parent, ledger_.reference().seconds),
               past = o_.waves ? prompts_.history(tree_, j.parent, false, wave_start_) + wave_note(j)
                               : prompts_.history(tree_, j.parent)] {
         const auto tl = Clock::now();
-        job->plan = agents_.plan(b, feedback, lessons, past);
+        job->plan = agents_.plan(b, feedback, lessons, past, measured);
         job->model_s = since(tl);
       };
       break;
@@ -392,7 +404,7 @@ Status ModelLoop::take_gpu(Job& j) {
       add_parts(ledger_.report(), **j.analysis);
       f.set_analysis(**j.analysis);
     } else if (j.analysis) {
-      say("analyze: not profiled (" + j.analysis->error().message + ")");
+      not_profiled(ledger_.report(), f, j.analysis->error().message, say_fn());
     }
   } else {
     f.diagnostics = failure_diagnostics(r);
@@ -490,7 +502,7 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
         add_parts(ledger.report(), *a);
         f.set_analysis(*a);
       } else {
-        say("analyze: not profiled (" + a.error().message + ")");
+        not_profiled(ledger.report(), f, a.error().message, say);
       }
       ledger.report().analyze_s += since(ta);
     }

@@ -45,6 +45,7 @@ struct FakeGpu {
   std::vector<std::string> analyzed;
   bool present = true;
   bool held_elsewhere = false;  // another process holds the GPU: gpu_unavailable
+  std::string profiler_error;   // set: every analysis fails with it (a profiler that is busy)
   Result<eval::EvalResult> evaluate(const fs::path& cu) {
     eval::EvalResult r;
     if (!present) return r;  // not_run: built, no GPU to run it
@@ -73,6 +74,7 @@ struct FakeGpu {
     return r;
   }
   Result<Analysis> analyze(const fs::path& cu) {
+    if (!profiler_error.empty()) return make_error(ErrorCode::kTool, profiler_error);
     const std::string text = read_file(cu.string()).value();
     std::smatch m;
     const std::string marker = std::regex_search(text, m, std::regex("// ([A-Z]+)\n")) ? m[1].str() : "SEED";
@@ -332,6 +334,37 @@ TEST(ModelSearch, TheFeedbackSwitchChangesWhatThePlannerSees) {
   auto bad = run_model_optimize(h.task, agents, gpu.hooks(), o);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message, "--feedback all: expected tools, raw-metrics or none");
+}
+
+// A passing candidate the profiler could not profile is said to have none, and why, in its
+// prompts (never an empty section), the run's log and its report; the planner still reads its
+// measured time (issue 42: on the H100 the planner's first prompt had neither).
+TEST(ModelSearch, ACandidateWithoutAProfileIsSaidSoAndItsTimeIsStillThere) {
+  Harness h;
+  ServedModel model(h.prompts, plan_d_write_fast);
+  FakeGpu gpu;
+  gpu.profiler_error = "counters: CUPTI_ERROR_HARDWARE_BUSY (another process holds the profiler)";
+  std::vector<std::string> log;
+  auto hooks = gpu.hooks();
+  hooks.progress = [&](const std::string& s) { log.push_back(s); };
+  OptimizeOptions o = h.options();
+  o.max_evaluations = 2;
+  auto report = run_model_optimize(h.task, *model.agents, hooks, o);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_EQ(report->unprofiled, 2) << "the seed and its child";
+  EXPECT_NE(report->unprofiled_why.find("CUPTI_ERROR_HARDWARE_BUSY"), std::string::npos);
+  const std::string planner = user_text(model.server.requests()[0].body);
+  EXPECT_NE(planner.find("No profile of this candidate: counters: CUPTI_ERROR_HARDWARE_BUSY"), std::string::npos)
+      << planner;
+  EXPECT_NE(planner.find("## Its measured time\n1 ms per call"), std::string::npos) << planner;
+  EXPECT_NE(planner.find("the reference takes 2 ms: this candidate is 2.00x as fast"), std::string::npos) << planner;
+  const std::string coder = user_text(model.server.requests()[1].body);
+  EXPECT_NE(coder.find("No profile of this candidate"), std::string::npos) << coder;
+  bool said = false;
+  for (const auto& l : log) said = said || l.find("NOT PROFILED") != std::string::npos;
+  EXPECT_TRUE(said);
+  const json best = json::parse(read_file((o.run_dir / "best.json").string()).value());
+  EXPECT_EQ(best["unprofiled"]["candidates"], 2) << best.dump(1);
 }
 
 // The LLM budget stops the run cleanly, resumable, even between the planner and the coder.

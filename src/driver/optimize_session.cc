@@ -47,6 +47,7 @@ json OptimizeReport::to_json() const {
   if (!analyze_parts_s.empty()) j["time_s"]["analyze_parts"] = analyze_parts_s;
   if (!best_direction.empty()) j["best_direction"] = best_direction;
   if (duplicates > 0) j["duplicates"] = duplicates;
+  if (unprofiled > 0) j["unprofiled"] = {{"candidates", unprofiled}, {"first_why", unprofiled_why}};
   if (built_ahead > 0) j["built_ahead"] = built_ahead;
   if (!pending.empty()) j["pending"] = pending;
   return j;

@@ -83,6 +83,10 @@ struct OptimizeReport {
   double llm_s = 0, analyze_s = 0;
   std::map<std::string, double> analyze_parts_s;  // analyze_s by part of the profile (Analysis::seconds)
   int duplicates = 0;
+  // Passing candidates of this run the analysis could not profile, and why the first was not
+  // (the model loop: their prompts said so).
+  int unprofiled = 0;
+  std::string unprofiled_why;
   std::string best_direction;
   std::string pending;
   nlohmann::json to_json() const;

@@ -37,6 +37,7 @@ std::string facts_json(const NodeFacts& f, const std::string& record) {
             {"feedback", f.feedback},
             {"raw_metrics", f.raw_metrics},
             {"bottleneck_class", f.bottleneck_class}};
+  if (!f.unprofiled.empty()) j["unprofiled"] = f.unprofiled;
   return j.dump();
 }
 
@@ -49,6 +50,7 @@ void read_facts(const store::EvaluationRow& row, NodeFacts& f) {
   f.feedback = j.value("feedback", "");
   f.raw_metrics = j.value("raw_metrics", "");
   f.bottleneck_class = j.value("bottleneck_class", "");
+  f.unprofiled = j.value("unprofiled", "");
 }
 
 std::string lesson_line(const store::Lesson& l) {
@@ -97,12 +99,31 @@ agent::TaskBrief PromptContext::brief_for(int node) const {
 }
 
 std::string PromptContext::feedback_for(int node) const {
+  const NodeFacts& f = facts(node);
+  if (mode_ != FeedbackMode::kNone && f.feedback.empty() && !f.unprofiled.empty())
+    return "No profile of this candidate: " + f.unprofiled +
+           ". Plan from its code and its measured time; say in \"why\" what you expect the bottleneck to be.";
   switch (mode_) {
-    case FeedbackMode::kTools: return facts(node).feedback;
-    case FeedbackMode::kRawMetrics: return facts(node).raw_metrics;
+    case FeedbackMode::kTools: return f.feedback;
+    case FeedbackMode::kRawMetrics: return f.raw_metrics;
     case FeedbackMode::kNone: return std::string();
   }
   return std::string();
+}
+
+std::string PromptContext::measured(const search::Tree& t, int node, double reference_s) {
+  const search::Node& n = t.node(node);
+  if (!n.measured || !n.measured->ok || n.measured->seconds <= 0) return "";
+  std::string out = fmt::format("{:.4g} ms per call (the median of its timed calls, L2 flushed before each)",
+                                n.measured->seconds * 1e3);
+  if (reference_s > 0)
+    out += fmt::format("; the reference takes {:.4g} ms: this candidate is {:.2f}x as fast", reference_s * 1e3,
+                       reference_s / n.measured->seconds);
+  const search::Node& root = t.node(0);
+  if (node != 0 && root.measured && root.measured->ok && root.measured->seconds > 0)
+    out += fmt::format(", {:.2f}x the seed", root.measured->seconds / n.measured->seconds);
+  if (n.measured->joules > 0) out += fmt::format("; {:.3g} J per call", n.measured->joules);
+  return out;
 }
 
 std::string PromptContext::history(const search::Tree& t, int id, bool in_flight, int measured_before) const {

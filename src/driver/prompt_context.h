@@ -46,6 +46,9 @@ struct NodeFacts {
   std::string feedback;     // analyze's text on a passing candidate
   std::string raw_metrics;  // its measured lines and raw counters
   std::string bottleneck_class;
+  // A passing candidate the analysis could not profile: why (the run's log, the prompts and the
+  // report say so, never an empty section that reads as "nothing to say").
+  std::string unprofiled;
 
   void set_analysis(const Analysis& a);  // feedback, raw_metrics and bottleneck_class
 };
@@ -87,8 +90,11 @@ class PromptContext {
 
   // The brief with the node's files as the current candidate.
   agent::TaskBrief brief_for(int node) const;
-  // The node's feedback as the mode shows it (empty with kNone).
+  // The node's feedback as the mode shows it (empty with kNone); for a node the analysis could
+  // not profile, that it has none and why.
   std::string feedback_for(int node) const;
+  // The node's measured time for the planner: its median, against the reference and the seed.
+  static std::string measured(const search::Tree& tree, int node, double reference_s);
   // What was tried on the way to `node` and from it, for the planner: the path from the seed,
   // its children measured with their results, and those in flight with their direction once the
   // planner gave it ("being tried now"), so that the next plan is another. In waves

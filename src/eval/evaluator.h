@@ -116,6 +116,11 @@ class Evaluator {
   // meanwhile (eval/gpu_census.h); one that did is named in ReferenceTiming::machine_busy.
   Result<ReferenceTiming> time_reference(const task::Task& task);
 
+  // Whether the evaluations from now on accept a candidate that runs no kernel of its own
+  // (EvalOptions::library_only_ok): the model loop's KernelBench seed, the problem's own PyTorch
+  // code, is judged so on the one worker its children use.
+  void set_library_only_ok(bool on) { options_.eval.library_only_ok = on; }
+
   // The worker's device; kUnavailable without a GPU.
   Result<DeviceInfo> device() { return worker_.device(); }
   build::Builder& builder() { return builder_; }

@@ -130,6 +130,8 @@ Result<ProblemResult> read_run(const fs::path& run_dir, const std::string& id, c
     r.best_s = best->seconds;
     r.joules_per_call = best->joules;
     json j = json::parse(best->report_json, nullptr, false);
+    std::string unprofiled;
+    if (j.is_object()) unprofiled = j.value("unprofiled", "");
     // The model loop records {"eval": the verdict, "feedback": ..., ...}; the tuner the verdict.
     if (j.is_object() && j.contains("eval") && j["eval"].is_object()) j = j["eval"];
     if (j.is_object()) {
@@ -143,6 +145,7 @@ Result<ProblemResult> read_run(const fs::path& run_dir, const std::string& id, c
     if (r.floor_s > 0) r.speed_of_light = r.floor_s / r.best_s;
     if (auto f = s.findings(best->candidate); f.ok())
       for (const auto& x : *f) r.diagnosis.push_back(fmt::format("{} ({}): {}", x.tool, x.severity, x.text));
+    if (r.diagnosis.empty() && !unprofiled.empty()) r.diagnosis.push_back("not profiled: " + unprofiled);
   }
   int64_t best_node = -1;
   double best_node_s = 0;

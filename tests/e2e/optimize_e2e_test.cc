@@ -125,5 +125,36 @@ TEST(OptimizeE2e, AModelWritesTheCandidatesThroughItsApi) {
   EXPECT_TRUE(fs::exists(run / "llm_calls.jsonl"));
 }
 
+// A KernelBench run's seed is the problem's own PyTorch code: judged (library_only_ok) on the one
+// worker its children use. Two workers each holding a range profiler made one's collection fail
+// with CUPTI_ERROR_HARDWARE_BUSY on the H100 (issue 42), so the seed's analysis never reached the
+// planner. The Python worker is tests/data/fake_workers/fake_torch_worker.sh.
+TEST(OptimizeE2e, AKernelBenchSeedIsJudgedOnTheLoopsOneWorker) {
+  auto dir = sys::TempDir::create("kp-opt-e2e-").value();
+  const fs::path problem = dir.path() / "KernelBench" / "level1" / "19_ReLU.py";
+  fs::create_directories(problem.parent_path());
+  fs::copy_file(testing::test_data_dir() / "kernelbench" / "problems" / "relu.py", problem);
+  const fs::path starts = dir.path() / "starts", log = dir.path() / "requests";
+  const std::vector<std::pair<std::string, std::string>> env = {{"XDG_CACHE_HOME", (dir.path() / "cache").string()},
+                                                                {"XDG_DATA_HOME", (dir.path() / "data").string()},
+                                                                {"FAKE_STARTS", starts.string()},
+                                                                {"FAKE_LOG", log.string()}};
+  auto r = testing::run_kernelpro({"optimize", problem.string(), "--run-dir", (dir.path() / "run").string(), "--budget",
+                                   "3", "--provider", "manual", "--feedback", "none", "--python",
+                                   (testing::test_data_dir() / "fake_workers" / "fake_torch_worker.sh").string()},
+                                  env);
+  EXPECT_NE(r.err.find("waiting for a manual answer"), std::string::npos) << r.err;
+  auto text = [](const fs::path& p) {
+    auto t = read_file(p.string());
+    return t.ok() ? *t : std::string();
+  };
+  EXPECT_EQ(split_lines(text(starts)).size(), 1u) << "one worker for the seed and the loop";
+  bool seed_judged = false;
+  for (const auto& line : split_lines(text(log)))
+    if (line.find("\"op\":\"eval\"") != std::string::npos && line.find("\"reference_only\":false") != std::string::npos)
+      seed_judged = line.find("\"library_only_ok\":true") != std::string::npos;
+  EXPECT_TRUE(seed_judged) << text(log);
+}
+
 }  // namespace
 }  // namespace kp
