@@ -76,6 +76,7 @@ std::vector<std::string> optimize_args(const BenchFlags& f, const CommonFlags& c
   add("--model", f.model);
   add("--config", f.config.empty() ? "" : fs::absolute(f.config).string());
   add("--base-url", f.base_url);
+  add("--command", f.command);
   if (f.max_cost > 0) add("--max-cost", fmt::format("{:g}", f.max_cost));
   if (f.timeout_s > 0) add("--timeout", fmt::format("{:g}", f.timeout_s));
   add("--worker", common.worker.empty() ? "" : fs::absolute(common.worker).string());
@@ -135,7 +136,7 @@ Result<driver::CampaignSpec> open_or_create(const BenchFlags& f, const CommonFla
   spec.created = utc_now_iso8601();
   bool kernelbench = false;
   for (const auto& p : spec.problems) kernelbench = kernelbench || p.kind == "kernelbench";
-  if (kernelbench && f.provider.empty() && f.config.empty())
+  if (kernelbench && f.provider.empty() && f.config.empty() && f.command.empty())
     return make_error(ErrorCode::kInvalidInput,
                       "KernelBench problems have no seed to tune: name a model (--provider openai|anthropic|command, "
                       "or --config FILE), or run native tasks (e.g. --suite examples/)");

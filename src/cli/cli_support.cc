@@ -341,6 +341,17 @@ Result<std::unique_ptr<ModelSetup>> model_setup(const ModelFlags& flags, const f
   if (!flags.provider.empty()) config.provider = flags.provider;
   if (!flags.model.empty()) config.model = flags.model;
   if (!flags.base_url.empty()) config.base_url = flags.base_url;
+  if (!flags.command.empty()) {
+    config.command.clear();
+    for (const auto& w : split(flags.command, ' '))
+      if (!w.empty()) config.command.push_back(w);
+    if (flags.provider.empty() && flags.config.empty()) config.provider = "command";
+  }
+  if (config.provider == "command" && config.command.empty())
+    return make_error(ErrorCode::kInvalidInput,
+                      "--provider command needs the model's command line: --command \"claude -p\" (or codex exec, "
+                      "gemini -p, llm -m MODEL, ollama run MODEL: a prompt on stdin, the reply on stdout), or "
+                      "command = [...] in the [llm] table of --config");
   if (config.provider != "openai" && config.provider != "anthropic" && config.provider != "command" &&
       config.provider != "manual")
     return make_error(ErrorCode::kInvalidInput,
@@ -367,6 +378,7 @@ Result<std::unique_ptr<ModelSetup>> model_setup(const ModelFlags& flags, const f
   ctx.resume_hint = resume_hint + (flags.config.empty() ? " --provider " + config.provider : " --config " + flags.config);
   if (!flags.model.empty()) ctx.resume_hint += " --model " + flags.model;
   if (!flags.base_url.empty()) ctx.resume_hint += " --base-url " + flags.base_url;
+  if (!flags.command.empty()) ctx.resume_hint += " --command \"" + flags.command + "\"";
   // A campaign's problem is resumed by the campaign (driver/campaign.cc sets this), not by hand.
   if (const char* h = std::getenv("KP_RESUME_HINT"); h && *h) ctx.resume_hint = h;
   m->resume_hint = ctx.resume_hint;

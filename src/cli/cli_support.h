@@ -137,6 +137,7 @@ struct ModelSetup {
 struct ModelFlags {
   std::string config, provider, model, base_url, prompts;
   bool no_tools = false;
+  std::string command;  // --command: the command provider's command line, split at spaces
 };
 
 // The provider, client, prompts and roles of `flags` for a run in `run_dir`; `budget`, when given,

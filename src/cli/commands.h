@@ -84,6 +84,7 @@ struct GenerateFlags {
   std::string provider;    // --provider: openai, anthropic, command, manual
   std::string model;       // --model
   std::string base_url;    // --base-url
+  std::string command;     // --command: the command provider's command line
   std::string run_dir;     // --run-dir (default runs/<task name>-generate)
   std::string direction;   // --direction: what to change
   bool resume = false;     // --resume: continue a run whose folder exists
@@ -109,6 +110,7 @@ struct OptimizeFlags {
   int build_ahead = 2;            // --build-ahead: tuner points compiled while the GPU evaluates
   // With a model (--provider or --config): the closed loop (driver/model_search.h).
   std::string config, provider, model, base_url, prompts;  // as generate's
+  std::string command;                                     // --command, as generate's
   bool no_tools = false;                                   // --no-tools
   std::string feedback = "tools";  // --feedback: tools, raw-metrics, none
   int in_flight = 2;               // --in-flight: children the model loop makes at once
@@ -176,7 +178,7 @@ struct BenchFlags {
   double minutes = 0;
   int in_flight = 0;  // --in-flight: each problem's children at once (0: optimize's default)
   std::string feedback;  // --feedback: what the model sees of a profile (empty: optimize's default)
-  std::string search, objective, provider, model, config, base_url;
+  std::string search, objective, provider, model, config, base_url, command;
   double max_cost = 0;
   double timeout_s = 0;
   std::string python;

@@ -37,7 +37,8 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
   std::string hint = fmt::format("kernelpro generate {} --run-dir {} --resume", flags.task, run_dir.string());
   if (!flags.direction.empty()) hint += " --direction '" + flags.direction + "'";
   fs::create_directories(run_dir, ec);
-  auto setup = model_setup({flags.config, flags.provider, flags.model, flags.base_url, flags.prompts, flags.no_tools},
+  auto setup = model_setup({flags.config, flags.provider, flags.model, flags.base_url, flags.prompts, flags.no_tools,
+                            flags.command},
                            run_dir, hint, nullptr);
   if (!setup.ok()) return exit_for(setup.error());
   if (kernelbench && !task->seed_path)

@@ -252,6 +252,7 @@ void Commands::add_optimize(CLI::App& app) {
     optimize->add_option("--provider", optimize_flags.provider, "openai, anthropic, command or manual: the model writes the candidates");
     optimize->add_option("--model", optimize_flags.model, "the model's name at the provider");
     optimize->add_option("--base-url", optimize_flags.base_url, "the API's base URL (a local server)");
+    optimize->add_option("--command", optimize_flags.command, "provider command: the model's command line, split at spaces (no quoting); it reads the prompt on stdin and writes the reply on stdout, e.g. \"claude -p\", \"codex exec\", \"gemini -p\", \"llm -m gpt-4.1\", \"ollama run qwen2.5-coder\"");
     optimize->add_option("--prompts", optimize_flags.prompts, "prompt template folder (default: kernelpro's prompts/)");
     optimize->add_flag("--no-tools", optimize_flags.no_tools, "do not offer the coder tools (compile_check)");
     optimize->add_option("--feedback", optimize_flags.feedback, "what the model sees of a profile: tools (default), raw-metrics or none");
@@ -272,6 +273,7 @@ void Commands::add_generate(CLI::App& app) {
     generate->add_option("--provider", generate_flags.provider, "openai, anthropic, command or manual (overrides --config)");
     generate->add_option("--model", generate_flags.model, "the model's name at the provider");
     generate->add_option("--base-url", generate_flags.base_url, "the API's base URL (a local vLLM, llama.cpp or Ollama server)");
+    generate->add_option("--command", generate_flags.command, "provider command: the model's command line, split at spaces (no quoting); it reads the prompt on stdin and writes the reply on stdout, e.g. \"claude -p\", \"codex exec\", \"gemini -p\", \"llm -m gpt-4.1\", \"ollama run qwen2.5-coder\"");
     generate->add_option("--run-dir", generate_flags.run_dir, "where attempts, prompts and the LLM call log go (default runs/<task>-generate)");
     generate->add_option("--direction", generate_flags.direction, "what the coder should change");
     generate->add_flag("--resume", generate_flags.resume, "continue the run in --run-dir (after answering a manual prompt)");
@@ -363,6 +365,7 @@ void Commands::add_bench(CLI::App& app) {
     bench_run->add_option("--model", b.model, "the model's name at the provider");
     bench_run->add_option("--config", b.config, "TOML file with an [llm] table");
     bench_run->add_option("--base-url", b.base_url, "the API's base URL");
+    bench_run->add_option("--command", b.command, "provider command: the model's command line, split at spaces (no quoting); it reads the prompt on stdin and writes the reply on stdout, e.g. \"claude -p\", \"codex exec\", \"gemini -p\", \"llm -m gpt-4.1\", \"ollama run qwen2.5-coder\"");
     bench_run->add_option("--max-cost", b.max_cost, "US dollars of LLM calls per problem")->check(CLI::NonNegativeNumber);
     bench_run->add_option("--timeout", b.timeout_s, "seconds before a hanging evaluation is killed")->check(CLI::PositiveNumber);
     bench_run->add_option("--python", b.python, "KernelBench: Python with PyTorch for the worker");

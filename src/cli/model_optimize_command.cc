@@ -99,7 +99,8 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
       fmt::format("kernelpro optimize {} --run-dir {} --resume --budget {} --search {} --feedback {} --in-flight {}",
                   flags.task, o.run_dir.string(), flags.budget, flags.search, flags.feedback, flags.in_flight);
   const llm::Budget budget{flags.max_llm_calls, flags.max_tokens, flags.max_cost};
-  auto setup = model_setup({flags.config, flags.provider, flags.model, flags.base_url, flags.prompts, flags.no_tools},
+  auto setup = model_setup({flags.config, flags.provider, flags.model, flags.base_url, flags.prompts, flags.no_tools,
+                            flags.command},
                            o.run_dir, hint, &budget);
   if (!setup.ok()) return exit_for(setup.error());
   if (kernelbench && !task->seed_path)

@@ -50,7 +50,7 @@ Result<driver::OptimizeOptions> optimize_options(const OptimizeFlags& flags, con
 }
 
 int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
-  if (!flags.provider.empty() || !flags.config.empty()) return run_model_optimize(flags, common);
+  if (!flags.provider.empty() || !flags.config.empty() || !flags.command.empty()) return run_model_optimize(flags, common);
   if (is_kernelbench_path(flags.task))
     return exit_for(make_error(ErrorCode::kInvalidInput,
                                fmt::format("{}: a KernelBench problem has no seed to tune; name a model to optimize it "

@@ -4,6 +4,7 @@
 // "built, not run" (exit 3), with one it goes on to the verdict.
 #include <filesystem>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -196,6 +197,46 @@ TEST_F(GenerateE2e, CommandProviderAndConfigErrors) {
   GenRun leak = kernelpro({(testing::examples_dir() / "gelu").string(), "--config", config.string()});
   EXPECT_EQ(leak.exit_code, 2);
   EXPECT_NE(leak.err.find("only from the environment"), std::string::npos) << leak.err;
+}
+
+// The model's own command-line client as the command provider (`--command "claude -p"` and the
+// like; tests/data/fake_tools/llm_cli.sh has their shape): a reply that is empty, cut off or not
+// code gets the repair prompt; one still unusable after the repairs is a clear error, and every
+// call stays in the run's call log.
+TEST_F(GenerateE2e, AModelsCommandLineClientIsRepairedThenRefusedAndNothingIsLost) {
+  const std::string cli = (testing::test_data_dir() / "fake_tools" / "llm_cli.sh").string();
+  int k = 0;
+  for (const std::string script : {"empty code", "cutoff code", "prose"}) {
+    SCOPED_TRACE(script);
+    const fs::path calls = dir_->path() / fmt::format("calls-{}", k), run = dir_->path() / fmt::format("run-{}", k);
+    ++k;
+    fs::create_directories(calls);
+    GenRun r = kernelpro({(testing::examples_dir() / "gelu").string(), "--command", "/bin/sh " + cli, "--run-dir",
+                          run.string(), "--direction", "float4 loads"},
+                         {{"FAKE_LLM_DIR", calls.string()}, {"FAKE_LLM_SCRIPT", script}});
+    const auto log = read_file((run / "llm_calls.jsonl").string());
+    ASSERT_TRUE(log.ok()) << "the call log is kept whatever the model did: " << r.err;
+    if (script == "prose") {
+      EXPECT_NE(r.exit_code, 0);
+      EXPECT_NE(r.exit_code, 3);
+      EXPECT_NE(r.err.find("still unusable after 2 repair prompts"), std::string::npos) << r.err;
+      EXPECT_EQ(split_lines(*log).size(), 3u) << "the reply and both repairs, each logged";
+      EXPECT_NE(read_file((calls / "call-3.txt").string()).value().find("Your last reply could not be used"),
+                std::string::npos);
+      continue;
+    }
+    if (testing::gpu_missing()) EXPECT_EQ(r.exit_code, 3) << r.err;  // built, not run
+    EXPECT_EQ(split_lines(*log).size(), 2u) << *log;
+    const std::string second = read_file((calls / "call-2.txt").string()).value();
+    EXPECT_NE(second.find("Your last reply could not be used"), std::string::npos) << second;
+    const json j = json::parse(read_file((run / "generate.json").string()).value());
+    ASSERT_EQ(j["attempts"].size(), 1u);
+    EXPECT_NE(j["attempts"][0]["outcome"], "compile_error") << j.dump(2);
+  }
+  GenRun none = kernelpro({(testing::examples_dir() / "gelu").string(), "--provider", "command", "--run-dir",
+                           (dir_->path() / "r-none").string()});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("--command \"claude -p\""), std::string::npos) << none.err;
 }
 
 // The sessions recorded on the H200 with the manual provider (tests/data/llm/h200/README.md):
