@@ -38,6 +38,7 @@ Vars Agents::task_vars(const TaskBrief& t) const {
           {"reference", t.reference},
           {"current", t.current},
           {"gpu", t.gpu},
+          {"playbook", t.playbook},
           {"problem", t.kind == TaskKind::kKernelBench ? t.interface : std::string()}};
 }
 

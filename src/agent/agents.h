@@ -42,6 +42,9 @@ struct TaskBrief {
   std::string reference;    // the reference implementation's source (native reference.cu)
   std::string current;      // the best candidate so far (its files, as the coder should see them)
   std::string gpu;          // "NVIDIA H200 (sm_90a, 132 SMs, 4.27 TB/s measured DRAM)"
+  // What usually wins for this kind of work (prompts/playbook_<kind>.md, task/work_kind.h); the
+  // optimize loop's, "" elsewhere (the section is then left out).
+  std::string playbook;
 };
 
 // The coder's tools. Each handler returns the text the model gets back; it never throws.
@@ -94,6 +97,8 @@ class Agents {
 
   // feedback: the analysis text (feedback operator) of the current best; lessons: what earlier
   // attempts taught, one per line; history: the directions tried and their results.
+  // The templates the roles render (a playbook is one: prompts/playbook_<kind>.md).
+  const PromptLibrary& prompts() const { return prompts_; }
   // measured: the current best's measured time in words ("" leaves the section out).
   Result<Plan> plan(const TaskBrief& task, const std::string& feedback, const std::string& lessons,
                     const std::string& history, const std::string& measured = "");

@@ -14,6 +14,7 @@
 #include "driver/run_ledger.h"
 #include "search/strategy.h"
 #include "store/run_store.h"
+#include "task/work_kind.h"
 #include "util/strings.h"
 
 namespace kp::driver {
@@ -283,7 +284,7 @@ Status ModelLoop::record(Job& j, const store::EvaluationRow& row, NodeFacts f, b
   if (known) ++ledger_.report().duplicates;
   const search::Measurement& before = *tree_.node(j.parent).measured;
   store::Lesson lesson{task_.name,
-                       task_.category,
+                       task::work_kind(task_),
                        parent.bottleneck_class,
                        j.dir.text,
                        join(j.actions, ","),
@@ -509,7 +510,7 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
     // The lessons of earlier runs, chosen once by the seed's class: a resumed run prompts with
     // the same ones, whatever the memory has learned since.
     const std::string memory_lessons =
-        memory_lessons_text(o.memory, f.bottleneck_class, task.category, o.memory_lessons, say);
+        memory_lessons_text(o.memory, f.bottleneck_class, task::work_kind(task), o.memory_lessons, say);
     KP_TRY_STATUS(ledger.record_root(task, RunMode::kModel, cand, "the seed", r,
                                      facts_json(f, hooks.record ? hooks.record(r) : ""),
                                      {{"gpu", o.gpu}, {"memory_lessons", memory_lessons}}));
@@ -519,6 +520,8 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
   // The tree and the facts, rebuilt from the store in the order they were made.
   KP_TRY(KnownVerdicts verdicts, KnownVerdicts::load(store));
   KP_TRY(agent::TaskBrief brief, task_brief(task, store.meta("gpu").value_or(o.gpu)));
+  if (const std::string kind = task::work_kind(task); !kind.empty())
+    if (auto playbook = agents.prompts().render("playbook_" + kind, {})) brief.playbook = *playbook;
   PromptContext prompts(std::move(brief), kind, feedback, store.meta("memory_lessons").value_or(""));
   KP_TRY(search::Tree tree, replay_tree(
                                 rows, ledger.reference(), o.reward,

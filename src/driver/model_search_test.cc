@@ -357,6 +357,10 @@ TEST(ModelSearch, ACandidateWithoutAProfileIsSaidSoAndItsTimeIsStillThere) {
   EXPECT_NE(planner.find("No profile of this candidate: counters: CUPTI_ERROR_HARDWARE_BUSY"), std::string::npos)
       << planner;
   EXPECT_NE(planner.find("## Its measured time\n1 ms per call"), std::string::npos) << planner;
+  // gelu is elementwise work: its playbook, not a GEMM's.
+  EXPECT_NE(planner.find("## What usually wins for this kind of work\n- An elementwise map is memory-bound"),
+            std::string::npos)
+      << planner;
   EXPECT_NE(planner.find("the reference takes 2 ms: this candidate is 2.00x as fast"), std::string::npos) << planner;
   const std::string coder = user_text(model.server.requests()[1].body);
   EXPECT_NE(coder.find("No profile of this candidate"), std::string::npos) << coder;

@@ -14,6 +14,7 @@
 #include "store/run_store.h"
 #include "task/tune_params.h"
 #include "util/strings.h"
+#include "task/work_kind.h"
 
 namespace kp::driver {
 
@@ -230,7 +231,7 @@ store::Lesson Tuner::lesson_of(const TunePoint& from, const TunePoint& n, const 
     if (from.at(name) != value) moved = fmt::format("{} {} -> {}", name, from.at(name), value);
   store::Lesson lesson{
       task_.name,
-      task_.category,
+      task::work_kind(task_),
       "",
       moved,
       "tune",

@@ -397,8 +397,8 @@ Result<std::vector<Lesson>> RunStore::lessons(const std::string& bottleneck_clas
                                               int limit) {
   KP_TRY(Stmt s,
          db_.prepare(fmt::format(
-             "SELECT {} FROM lessons WHERE bottleneck_class = ?1 OR task_category = ?2 "
-             "ORDER BY (bottleneck_class = ?1) + (task_category = ?2) DESC, (bottleneck_class = ?1) DESC, "
+             "SELECT {} FROM lessons WHERE (?1 != '' AND bottleneck_class = ?1) OR (?2 != '' AND task_category = ?2) "
+             "ORDER BY (?2 != '' AND task_category = ?2) DESC, (?1 != '' AND bottleneck_class = ?1) DESC, "
              "CASE WHEN time_ratio >= 1 THEN time_ratio WHEN time_ratio > 0 THEN 1.0 / time_ratio ELSE 1 END DESC, "
              "id DESC LIMIT ?3",
              kLessonColumns)));

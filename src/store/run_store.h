@@ -109,8 +109,10 @@ class RunStore {
   Result<LlmSpend> llm_spend();
   Result<int64_t> add_lesson(const Lesson& lesson);
   Result<std::vector<Lesson>> lessons_in_order();  // as they were added
-  // Lessons, most relevant first: same bottleneck class and task category, then the same
-  // class, then the same category; within each, the largest change first. `limit` at most.
+  // Lessons, most relevant first: same task category (the kind of work, task/work_kind.h) and
+  // bottleneck class, then the same category, then the same class; within each, the largest
+  // change first. `limit` at most. An empty class or category matches nothing (a candidate
+  // without a profile has no class: it gets its kind of work's lessons, not every classless one).
   Result<std::vector<Lesson>> lessons(const std::string& bottleneck_class, const std::string& task_category, int limit);
 
  private:

@@ -69,8 +69,14 @@ TEST(RunStore, LessonsComeMostRelevantFirst) {
   EXPECT_EQ(l[0].task, "e") << "same class and category, the largest change (4x slower)";
   EXPECT_EQ(l[1].task, "c");
   EXPECT_EQ(l[2].task, "d");
-  EXPECT_EQ(l[3].task, "b") << "then the same class";
+  EXPECT_EQ(l[3].task, "a") << "then the same kind of work";
   for (const auto& x : l) EXPECT_NE(x.task, "f");
+  EXPECT_EQ(s.lessons("memory-bound", "reduction", 6).value()[4].task, "b") << "then the same class";
+  // A GEMM without a profile (no class) gets GEMM lessons, never the classless tuner moves of others.
+  ASSERT_TRUE(s.add_lesson({"g", "data-movement", "", "TILE 32 -> 64", "tune", "ok", 1.5, 0, ""}).ok());
+  auto gemm = s.lessons("", "gemm", 8).value();
+  ASSERT_EQ(gemm.size(), 1u);
+  EXPECT_EQ(gemm[0].task, "f");
 }
 
 TEST(RunStore, OneWriterAtATime) {
