@@ -11,6 +11,7 @@
 
 #include "driver/baseline.h"
 #include "driver/campaign.h"
+#include "report/transcripts.h"
 #include "store/run_store.h"
 #include "util/strings.h"
 
@@ -116,6 +117,11 @@ Result<ProblemResult> read_run(const fs::path& run_dir, const std::string& id, c
   if (kind == "kernelbench")
     for (const auto& n : nodes)
       if (n.parent < 0) reference_candidates.insert(n.candidate);
+  const CandidateClasses cc = classify_candidates(s, evals, reference_candidates);
+  r.classes = cc.classes;
+  r.correct_s = cc.correct_s;
+  r.planned_with_class = cc.planned_with_class;
+  r.aimed = cc.aimed;
   const store::EvaluationRow* best = nullptr;
   std::set<int64_t> passed;
   for (const auto& e : evals) {
@@ -200,6 +206,9 @@ void summarize(CampaignReport& r) {
     for (const auto* p : ps) {
       g.candidates += p->candidates;
       g.cost_usd += p->cost_usd;
+      for (const auto& [k, n] : p->classes) g.classes[k] += n;
+      g.planned_with_class += p->planned_with_class;
+      g.aimed += p->aimed;
       if (!p->correct) continue;
       ++g.correct;
       for (size_t k = 0; k < 4; ++k)
@@ -265,6 +274,10 @@ Result<CampaignReport> campaign_report(const fs::path& dir, const std::vector<fs
         missing_cards.insert(pr.device);
       }
     }
+    if (p.kind == "kernelbench" && pr.classes.count("correct")) {  // split against PyTorch on this card
+      pr.classes.erase("correct");
+      for (double t : pr.correct_s) ++pr.classes[against_torch(t, pr.torch_s)];
+    }
     r.problems.push_back(std::move(pr));
   }
   for (const auto& card : missing_cards)
@@ -299,7 +312,9 @@ json to_json(const CampaignReport& r) {
                       {"geomean_vs_torch", g.geomean_vs_torch},
                       {"with_torch", g.with_torch},
                       {"candidates", g.candidates},
-                      {"cost_usd", g.cost_usd}});
+                      {"cost_usd", g.cost_usd},
+                      {"candidate_classes", g.classes},
+                      {"analysis_aimed", {{"planned_with_class", g.planned_with_class}, {"aimed", g.aimed}}}});
   }
   for (const auto& p : r.problems) {
     json tree = json::array();
@@ -339,6 +354,8 @@ json to_json(const CampaignReport& r) {
                         {"device", p.device},
                         {"best_source", p.best_source},
                         {"diagnosis", p.diagnosis},
+                        {"candidate_classes", p.classes},
+                        {"analysis_aimed", {{"planned_with_class", p.planned_with_class}, {"aimed", p.aimed}}},
                         {"tree", tree}});
   }
   return {{"format", "kernelpro-campaign-report"}, {"version", 1}, {"title", r.title},
@@ -390,6 +407,27 @@ std::string energy_text(const CampaignReport& r) {
   return o;
 }
 
+// Where the candidates went, per group: each class with its count, and how often a child planned
+// from an analysed parent aimed at the bottleneck the analysis named.
+std::string classes_text(const CampaignReport& r) {
+  std::string o;
+  for (const auto& g : r.groups) {
+    if (g.classes.empty()) continue;
+    if (o.empty()) o = "\nwhere the candidates went:\n";
+    o += fmt::format("{:<8}", g.group);
+    std::string sep;
+    for (const auto& [k, n] : g.classes) {
+      o += fmt::format("{} {} {}", sep, n, k);
+      sep = ";";
+    }
+    if (g.planned_with_class > 0)
+      o += fmt::format("; {} of {} children of an analysed candidate aimed at its bottleneck", g.aimed,
+                       g.planned_with_class);
+    o += "\n";
+  }
+  return o;
+}
+
 }  // namespace
 
 std::string to_text(const CampaignReport& r) {
@@ -420,6 +458,7 @@ std::string to_text(const CampaignReport& r) {
                      p.speed_of_light > 0 ? fmt::format("{:.0f}%", 100 * p.speed_of_light) : "-",
                      p.joules_per_call > 0 ? fmt::format("{:.3g}", p.joules_per_call) : "-", p.candidates);
   o += energy_text(r);
+  o += classes_text(r);
   for (const auto& p : r.problems)
     if (p.state == driver::ProblemState::kFailed) o += fmt::format("\n{} failed: {}\n", p.id, p.error);
   for (const auto& n : r.notes) o += "\nnote: " + n + "\n";
@@ -594,6 +633,27 @@ th{background:#f4f6f8}td:first-child,th:first-child{text-align:left}.failed{colo
 details{margin:6px 0}summary{cursor:pointer}pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px}
 )";
 
+// Where the candidates went: per problem, each class's count (the same numbers as the text's).
+std::string classes_html(const CampaignReport& r) {
+  std::set<std::string> names;
+  for (const auto& p : r.problems)
+    for (const auto& [k, n] : p.classes) names.insert(k);
+  if (names.empty()) return "";
+  std::string o = "<h2>Where the candidates went</h2>\n<table id=\"classes\"><tr><th>problem</th>";
+  for (const auto& k : names) o += "<th>" + esc(k) + "</th>";
+  o += "<th>aimed at the analysed bottleneck</th></tr>\n";
+  for (const auto& p : r.problems) {
+    o += "<tr><td>" + esc(p.id) + "</td>";
+    for (const auto& k : names) {
+      auto it = p.classes.find(k);
+      o += fmt::format("<td>{}</td>", it == p.classes.end() ? 0 : it->second);
+    }
+    o += p.planned_with_class > 0 ? fmt::format("<td>{} of {}</td>", p.aimed, p.planned_with_class) : "<td>-</td>";
+    o += "</tr>\n";
+  }
+  return o + "</table>\n";
+}
+
 }  // namespace
 
 std::string to_html(const CampaignReport& r) {
@@ -656,6 +716,7 @@ std::string to_html(const CampaignReport& r) {
          "candidate of the same run, both measured in their own evaluations.</p>\n<table id=\"energy\"><tr><th>problem"
          "</th><th>objective</th><th>chosen</th><th>J per call</th><th>fastest</th><th>J per call</th><th>energy</th>"
          "</tr>\n" + energy + "</table>\n";
+  o += classes_html(r);
   o += "<h2>Roofline</h2>\n" + roofline_svg(all) + "\n";
   o += "<h2>Search trees and diagnoses</h2>\n<div class=\"legend\">";
   for (const char* oc : {"ok", "incorrect", "rejected", "compile_error", "crash"})

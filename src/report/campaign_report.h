@@ -21,6 +21,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +69,12 @@ struct ProblemResult {
   std::string best_source;  // best.cu, when the run wrote one
   std::vector<std::string> diagnosis;  // the best candidate's findings, "tool: text"
   std::vector<TreeNode> tree;
+  // Where the candidates went (report/transcripts.h): by class, "correct" split against PyTorch
+  // for a KernelBench problem; and how many children planned from an analysed parent aimed at its
+  // bottleneck class.
+  std::map<std::string, int> classes;
+  std::vector<double> correct_s;
+  int planned_with_class = 0, aimed = 0;
 };
 
 struct GroupSummary {
@@ -83,6 +90,8 @@ struct GroupSummary {
   double correctness_rate = 0;
   int candidates = 0;
   double cost_usd = 0;
+  std::map<std::string, int> classes;  // summed over the group's problems
+  int planned_with_class = 0, aimed = 0;
 };
 
 struct CampaignReport {

@@ -105,6 +105,8 @@ TEST_F(CampaignReportDir, TheBestCandidateIsComparedWithTheBaselinesOfItsOwnCard
   EXPECT_NEAR(p.torch_s, 0.002, 1e-12) << "the faster of eager (3 ms) and torch.compile (2 ms)";
   EXPECT_NEAR(p.vs_torch, 2.0, 1e-9);
   EXPECT_NEAR(p.speed_of_light, 0.5, 1e-9);
+  // Where the candidates went: the reference is none of them; the correct one against PyTorch.
+  EXPECT_EQ(p.classes, (std::map<std::string, int>{{"correct, faster than PyTorch", 1}, {"incorrect", 1}}));
   EXPECT_EQ(p.candidates, 3);
   EXPECT_EQ(p.llm_calls, 1);
   EXPECT_EQ(p.tokens, 150);
