@@ -8,7 +8,8 @@ import threading
 import torch
 
 from . import judge
-from .harness import Stop, _check_stream, _contiguous, _current_stream, outputs_of, run_guarded, tensors, thread_count
+from .harness import (Stop, _check_stream, _contiguous, _current_stream, outputs_of, run_guarded, storage_range, tensors,
+                      thread_count)
 
 
 class Callbacks:
@@ -44,6 +45,7 @@ class Callbacks:
 
     def call(self, role, k):
         if role == judge.CANDIDATE:
+            self.last["set"] = k
             self.last["stream"] = _current_stream()
             self.last[role] = run_guarded(lambda: self.call_new(self.sets[k]), "the candidate")
             return
@@ -60,12 +62,20 @@ class Callbacks:
             return _contiguous(out)
         _check_stream(self.last.pop("stream"), "the candidate", f"a {self.phase}")
         got = outputs_of(out, "the candidate")
+        ins = tensors(self.sets.get(self.last.pop("set", None), []))
         for o in got:
             if type(o) is not torch.Tensor:
                 raise Stop("rejected", f"the output is a {type(o).__name__}, a torch.Tensor subclass: outputs must be "
                                        "plain tensors computed by the call, not lazy or proxy objects", cheat="lazy_output")
             if not o.is_cuda:
                 raise Stop("incorrect", f"the output is on {o.device}; it must be on the GPU")
+            # Before the contiguous copy the core sees: a strided view of an input is an alias too.
+            lo, hi = storage_range(o)
+            for i, x in enumerate(ins):
+                a, b = storage_range(x)
+                if lo < b and a < hi:
+                    raise Stop("rejected", f"the output shares memory with input {i}: it is an alias of the input, "
+                                           "not a computed result", cheat="aliased_output")
         # Python threads are counted from before the candidate loaded; native threads from after
         # its first call (the CUDA libraries may start their own on first use).
         if threading.active_count() > self.py_threads:

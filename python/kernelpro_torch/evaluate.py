@@ -250,8 +250,12 @@ class Evaluation:
         # first, then the reference on the same inputs (checked untouched), compared on the GPU.
         self._callbacks = callbacks.Callbacks(prob, device, self.dtype, call_new, call_ref, shapes, trial_seeds[0],
                                               self._py_threads, self._check_modes)
-        stopped = core_stop(self._core.trials(trial_seeds, *self._callbacks.enter("correctness trial"),
-                                              look=self._look(init)))
+        try:
+            stopped = core_stop(self._core.trials(trial_seeds, *self._callbacks.enter("correctness trial"),
+                                                  look=self._look(init)))
+        except judge.Unsupported as e:  # an output the core cannot read is the candidate's; an input, the problem's
+            raise Stop("incorrect" if str(e).startswith("output") else "runtime_error",
+                       f"the judge core cannot take this call's tensors: {e}")
         if stopped is not None:
             raise stopped
         _check_untouched(guard, prob)
@@ -259,8 +263,7 @@ class Evaluation:
         end("correctness")
 
         # Escaped work and kernel attribution, from one traced call on inputs drawn for it.
-        traced = trace.judge_traced_call(call_new, prob, device, self.dtype, symbols, opts)
-        self.report["kernels"] = traced["kernels"][:64]
+        traced = trace.judge_traced_call(call_new, prob, device, self.dtype, symbols, opts, self.report)
         self._check_modes("the traced call")
 
         # Timing, by the judge core: every warm-up and timed call on inputs drawn fresh for it,
@@ -319,7 +322,7 @@ class Evaluation:
         # After the harness's own set-up of loader's globals; the data that decides verdicts is
         # held to its contents too.
         ref_model = self._m_ref
-        self._seal = seal.Seal(values={"compare.TOLERANCE": compare.TOLERANCE,
+        self._seal = seal.Seal(values={"compare.TOLERANCE": compare.TOLERANCE, "judge.DTYPE_CODES": judge.DTYPE_CODES,
                                        "eval_options.DEFAULTS": eval_options.DEFAULTS,
                                        "the evaluation's options": self.options},
                                probes={"PyTorch's global module hooks": modes.global_module_hooks,
@@ -351,6 +354,9 @@ class Evaluation:
                 if wants[j].dtype != torch.float32:
                     return ""
                 return precision.fp64_diagnosis(self.problem_path, self._m_ref, init, j, outs[j], wants[j], xs)
+            for i, (o, w) in enumerate(zip(outs, wants)):  # the core's codes share one for bool and bytes
+                if o.dtype != w.dtype:
+                    raise Stop("incorrect", f"output {i} has dtype {o.dtype} but the reference's is {w.dtype}")
             if self.options["precision_policy"] == "fp64" and any(w.dtype == torch.float32 for w in wants):
                 precision.fp64_check(self.problem_path, init, outs, wants, xs, "in a trial")
             return ""

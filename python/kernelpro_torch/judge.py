@@ -330,12 +330,14 @@ def compare(out, want, tolerance):
     a dict (verdict/compare.h's OutputCheck fields). tolerance: (atol, rtol, rel_norm)."""
     _load()
     a, b = Tensors(), Tensors()
-    describe([out.contiguous()], a, "output")
-    describe([want.contiguous()], b, "reference output")
+    o, w = out.contiguous(), want.contiguous()  # alive until the core has read them
+    describe([o], a, "output")
+    describe([w], b, "reference output")
     tol = (ctypes.c_double * 3)(*[float(v) for v in tolerance])
     buf = ctypes.create_string_buffer(8192)
     rc = _kpj_compare(ctypes.byref(a.t[0]), ctypes.byref(b.t[0]), tol, torch.cuda.current_stream().cuda_stream, buf,
                       len(buf))
+    del o, w
     if rc < 0:
         raise RuntimeError(buf.value.decode(errors="replace"))
     return json.loads(buf.value.decode(errors="replace"))

@@ -29,7 +29,7 @@ import types
 
 HARNESS_MODULES = ("kernelpro_torch.evaluate", "kernelpro_torch.harness", "kernelpro_torch.device",
                    "kernelpro_torch.trace", "kernelpro_torch.callbacks", "kernelpro_torch.precision",
-                   "kernelpro_torch.compare", "kernelpro_torch.eval_options", "kernelpro_torch.native", "kernelpro_torch.problem",
+                   "kernelpro_torch.compare", "kernelpro_torch.processes", "kernelpro_torch.eval_options", "kernelpro_torch.native", "kernelpro_torch.problem",
                    "kernelpro_torch.loader", "kernelpro_torch.seal", "kernelpro_torch.worker",
                    "kernelpro_torch.judge", "kernelpro_torch.modes", "kernelpro_torch.kernel_names")
 

@@ -91,11 +91,11 @@ def traced_work_exceeds_timed(traced_busy_s, timed_median_s):
     return traced_busy_s > 1.25 * timed_median_s + 10e-6
 
 
-def judge_traced_call(call, prob, device, dtype, candidate_symbols, options):
+def judge_traced_call(call, prob, device, dtype, candidate_symbols, options, report):
     """One call on inputs drawn now (they did not exist while the candidate's code could look),
-    traced: stops when work escaped the current stream, when no kernel of the candidate's own ran
-    (unless options["library_only_ok"]), or when it ran kernels it did not build under
-    options["strict_kernels"]. Returns trace_call's dict."""
+    traced, its kernels written into report["kernels"]: stops when work escaped the current stream,
+    when no kernel of the candidate's own ran (unless options["library_only_ok"]), or when it ran
+    kernels it did not build under options["strict_kernels"]. Returns trace_call's dict."""
     try:
         inputs = prob.inputs(random.SystemRandom().randrange(2 ** 32 - 1), device, dtype)
     except Exception as e:
@@ -111,6 +111,7 @@ def judge_traced_call(call, prob, device, dtype, candidate_symbols, options):
         raise Stop("runtime_error", "the traced call could not be traced, so the escaped-work and kernel-attribution "
                                     f"checks could not run: {_describe_exception(e, 'the PyTorch profiler')}")
     del inputs
+    report["kernels"] = traced["kernels"][:64]
     if traced["escaped"]:
         raise Stop("rejected", "work escaped the current stream (a side stream or a background thread): "
                                f"{', '.join(traced['escaped'][:3])} still ran after the call's last work on the "

@@ -10,7 +10,7 @@ from unittest import mock
 
 import torch
 
-from kernelpro_torch import compare, problem as pb
+from kernelpro_torch import compare, judge, problem as pb
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tests", "data",
                     "kernelbench", "problems")
@@ -154,6 +154,8 @@ class GuardTest(unittest.TestCase):
         self.assertEqual(lines[2], "torch_patch")
 
 
+@unittest.skipUnless(torch.cuda.is_available() and judge.library_path(),
+                     "compare.check_output is the judge core's (libkp_judge.so), on a CUDA device")
 class CompareTest(unittest.TestCase):
     """compare.check_output is the judge core's rule (kpj_compare, src/verdict/compare.cc), asked
     for the profiler's check: the same verdicts the trials and timed calls get."""

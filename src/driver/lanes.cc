@@ -34,11 +34,10 @@ Job* Pipeline::oldest_in(Lane lane) {
   return nullptr;
 }
 
-bool Pipeline::all_parked() const {
-  if (jobs_.empty()) return false;
+bool Pipeline::any_parked() const {
   for (const auto& j : jobs_)
-    if (!j.waiting) return false;
-  return true;
+    if (j.waiting) return true;
+  return false;
 }
 
 void Pipeline::start(Lane lane, Job& job, std::function<void()> work) {

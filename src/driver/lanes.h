@@ -94,8 +94,8 @@ class Pipeline {
   void drop(Job& job);
   // The oldest job waiting for `lane`, not in it and not parked; null when none.
   Job* oldest_in(Lane lane);
-  // Whether every job is parked (Job::waiting); false when there is none.
-  bool all_parked() const;
+  // Whether a job is parked (Job::waiting).
+  bool any_parked() const;
   std::list<Job>& jobs() { return jobs_; }
   const std::list<Job>& jobs() const { return jobs_; }
 

@@ -64,6 +64,10 @@ class ModelLoop {
   // Runs until the strategy, the budget or a lane stops it. Returns why, or the run's error.
   Result<StopReason> run();
 
+  // KernelBench: the problem's own reference, the seed's candidate (0: none). A coder that hands it
+  // back wrote no candidate.
+  int64_t reference_candidate = 0;
+
  private:
   void say(const std::string& s) const {
     if (hooks_.progress) hooks_.progress(s);
@@ -95,6 +99,14 @@ class ModelLoop {
   }
   // In waves: "proposal k of n" for a plan job among the wave's plan jobs of the same parent.
   std::string wave_note(const Job& j) const;
+  // Whether the wave's every model step is answered (always true outside waves): until then its
+  // candidates wait, so that a resume finds the tree, and so the wave's prompts, as they were.
+  bool wave_answered() const {
+    if (!o_.waves) return true;
+    for (const Job& x : pipeline_.jobs())
+      if (x.waiting || x.stage == Lane::kModel) return false;
+    return true;
+  }
 
   void fill();
   Result<bool> dispatch();
@@ -149,7 +161,7 @@ void ModelLoop::fill() {
   }
   while (!stopping() && pipeline_.has_room(ledger_.evaluated())) {
     auto e = strategy_->next(tree_);
-    if (!e) return;
+    if (!e) break;
     Job j;
     j.parent = e->parent;
     if (e->repair) {
@@ -236,6 +248,7 @@ Result<bool> ModelLoop::dispatch() {
       started = true;
     }
   }
+  if (!wave_answered()) return started;  // waves: nothing is measured until the whole wave is answered
   if (!pipeline_.busy(Lane::kBuild)) {
     if (Job* j = pipeline_.oldest_in(Lane::kBuild)) {
       pipeline_.start(Lane::kBuild, *j, [this, j] {
@@ -365,7 +378,13 @@ Status ModelLoop::take_model(Job& j) {
   }
   j.files = written->files;
   KP_TRY(j.cand, ledger_.store().add_candidate(j.files.cuda, j.files.python));
-  if (const store::EvaluationRow* of = verdicts_.find(j.cand, j.files)) {
+  if (reference_candidate != 0 && j.cand == reference_candidate) {
+    say("the coder handed back the problem's own reference code: no candidate (no kernel of its own); dropped");
+    pipeline_.drop(j);
+    return ok_status();
+  }
+  // A duplicate is recorded at once, but in waves with the rest of its wave (the GPU lane's turn).
+  if (const store::EvaluationRow* of = o_.waves ? nullptr : verdicts_.find(j.cand, j.files)) {
     KP_TRY_STATUS(record_known(j, *of));
     pipeline_.drop(j);
     return ok_status();
@@ -434,7 +453,7 @@ Result<StopReason> ModelLoop::run() {
     }
     if (pipeline_.idle()) {
       if (stopping() || pipeline_.empty()) break;
-      if (pipeline_.all_parked()) {  // waves: every job left waits for an answer
+      if (pipeline_.any_parked()) {  // waves: an answer is missing, and nothing else can move
         stop_here(StopReason::kPending);
         break;
       }
@@ -519,6 +538,10 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
 
   // The tree and the facts, rebuilt from the store in the order they were made.
   KP_TRY(KnownVerdicts verdicts, KnownVerdicts::load(store));
+  int64_t reference_candidate = 0;
+  if (kernelbench)
+    for (const auto& row : rows)
+      if (row.parent < 0) verdicts.not_for_children(reference_candidate = row.candidate);
   KP_TRY(agent::TaskBrief brief, task_brief(task, store.meta("gpu").value_or(o.gpu)));
   if (const std::string kind = task::work_kind(task); !kind.empty())
     if (auto playbook = agents.prompts().render("playbook_" + kind, {})) brief.playbook = *playbook;
@@ -545,6 +568,7 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
   StopReason stopped;
   {
     ModelLoop loop(task, agents, hooks, o, ledger, verdicts, tree, prompts, std::move(strategy));
+    loop.reference_candidate = reference_candidate;
     KP_TRY(stopped, loop.run());
   }
 

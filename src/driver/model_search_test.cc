@@ -126,6 +126,14 @@ struct ServedModel {
   }
 };
 
+// One run of the loop with the manual provider's files as the model, as each command of a resumed
+// run makes it (a client and roles of its own).
+Result<OptimizeReport> run_manually(llm::Provider& provider, Harness& h, FakeGpu& gpu, const OptimizeOptions& o) {
+  llm::LlmClient client(provider, {});
+  agent::Agents agents(client, h.prompts, "m", {.tools = false});
+  return run_model_optimize(h.task, agents, gpu.hooks(), o);
+}
+
 // A planner that always answers direction "d", a coder that always writes FAST.
 testing::CannedResponse plan_d_write_fast(const testing::ReceivedRequest& req) {
   if (user_text(req.body).find("Choose the next") != std::string::npos)
@@ -454,11 +462,7 @@ TEST(ModelSearch, AManualModelStopsAtEachPromptAndTheRunResumesAcrossMachines) {
     }
     FAIL() << "no prompt waits for an answer";
   };
-  auto run = [&]() {
-    llm::LlmClient client(*provider, {});
-    agent::Agents agents(client, h.prompts, "m", {.tools = false});
-    return run_model_optimize(h.task, agents, gpu.hooks(), o);
-  };
+  auto run = [&]() { return run_manually(*provider, h, gpu, o); };
   auto first = run();
   ASSERT_TRUE(first.ok()) << first.error().message;
   EXPECT_EQ(first->stopped, "pending");
@@ -526,45 +530,54 @@ TEST(ModelSearch, InWavesEveryChildsPromptWaitsAtOnceAndAResumeAsksTheSameOnes) 
     for (const auto& e : fs::directory_iterator(manual)) n += e.path().filename().string().ends_with(".prompt.md");
     return n;
   };
-  auto run = [&]() {
-    llm::LlmClient client(*provider, {});
-    agent::Agents agents(client, h.prompts, "m", {.tools = false});
-    return run_model_optimize(h.task, agents, gpu.hooks(), o);
+  // Answers the waiting prompts that `pick` matches (a planner's "proposal K of 3", a coder's
+  // "idea K") with `reply(K)`; returns how many.
+  auto answer = [&](const std::string& pattern, const std::function<bool(int)>& pick,
+                    const std::function<std::string(int)>& reply) {
+    int n = 0;
+    for (const auto& p : waiting()) {
+      const std::string text = read_file(p.string()).value();
+      std::smatch m;
+      if (!std::regex_search(text, m, std::regex(pattern))) continue;
+      const int k = std::stoi(m[1].str());
+      if (!pick(k)) continue;
+      EXPECT_TRUE(write_file(manual.string() + "/" + p.filename().string().substr(0, 16) + ".answer.md", reply(k)).ok());
+      ++n;
+    }
+    return n;
   };
+  auto plan = [](int k) { return fmt::format(R"({{"direction": "idea {}", "why": "w"}})", k); };
+  const char* markers[] = {"FAST", "FASTER", "FIXED"};
+  auto code = [&](int k) { return kernel(markers[k - 1]); };
+  const std::string planner = "proposal ([0-9]) of 3", coder = "idea ([0-9])";
+  auto run = [&]() { return run_manually(*provider, h, gpu, o); };
+
   auto first = run();
   ASSERT_TRUE(first.ok()) << first.error().message;
   EXPECT_EQ(first->stopped, "pending");
-  auto planners = waiting();
-  ASSERT_EQ(planners.size(), 3u) << "the three children's planner prompts wait at once";
+  ASSERT_EQ(waiting().size(), 3u) << "the three children's planner prompts wait at once, each distinct";
   EXPECT_EQ(split_lines(first->pending).size(), 3u) << first->pending;
-  const char* markers[] = {"FAST", "FASTER", "FIXED"};
-  for (const auto& p : planners) {
-    const std::string text = read_file(p.string()).value();
-    std::smatch m;
-    ASSERT_TRUE(std::regex_search(text, m, std::regex("proposal ([0-9]) of 3"))) << "distinct prompts: " << p;
-    const std::string answer = fmt::format(R"({{"direction": "idea {}", "why": "w"}})", m[1].str());
-    ASSERT_TRUE(write_file(manual.string() + "/" + p.filename().string().substr(0, 16) + ".answer.md", answer).ok());
-  }
+  // Two answered: those two go on to their coders; the third keeps waiting.
+  EXPECT_EQ(answer(planner, [](int k) { return k < 3; }, plan), 2);
   o.resume = true;
   auto second = run();
   ASSERT_TRUE(second.ok()) << second.error().message;
   EXPECT_EQ(second->stopped, "pending");
-  auto coders = waiting();
-  ASSERT_EQ(coders.size(), 3u) << "each child's coder prompt";
-  EXPECT_EQ(prompts_written(), 6) << "the resumed run asked the planners' prompts as they were";
-  for (const auto& p : coders) {
-    const std::string text = read_file(p.string()).value();
-    std::smatch m;
-    ASSERT_TRUE(std::regex_search(text, m, std::regex("idea ([0-9])"))) << text;
-    ASSERT_TRUE(write_file(manual.string() + "/" + p.filename().string().substr(0, 16) + ".answer.md",
-                           kernel(markers[std::stoi(m[1].str()) - 1]))
-                    .ok());
-  }
+  EXPECT_EQ(waiting().size(), 3u) << "one planner and two coders";
+  EXPECT_EQ(answer(coder, [](int) { return true; }, code), 2);
   auto third = run();
   ASSERT_TRUE(third.ok()) << third.error().message;
-  EXPECT_EQ(third->stopped, "pending") << "the next wave's planners";
+  EXPECT_EQ(gpu.evaluations, 1) << "the wave is measured only once all of it is answered";
+  EXPECT_EQ(prompts_written(), 5) << "the third planner's prompt is the same one";
+  EXPECT_EQ(answer(planner, [](int k) { return k == 3; }, plan), 1);
+  auto fourth = run();
+  ASSERT_TRUE(fourth.ok()) << fourth.error().message;
+  EXPECT_EQ(answer(coder, [](int k) { return k == 3; }, code), 1);
+  auto fifth = run();
+  ASSERT_TRUE(fifth.ok()) << fifth.error().message;
+  EXPECT_EQ(fifth->stopped, "pending") << "the next wave's planners";
   EXPECT_EQ(gpu.evaluations, 4) << "the seed and the wave's three children, one GPU round";
-  EXPECT_DOUBLE_EQ(third->best_seconds, 0.4e-3);
+  EXPECT_DOUBLE_EQ(fifth->best_seconds, 0.4e-3);
   EXPECT_EQ(waiting().size(), 3u);
   EXPECT_EQ(prompts_written(), 9) << "no prompt of an earlier round was left unanswered";
 }

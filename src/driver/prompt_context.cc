@@ -133,7 +133,11 @@ std::string PromptContext::history(const search::Tree& t, int id, bool in_flight
   for (auto it = path.rbegin(); it != path.rend(); ++it)
     out += fmt::format("- (how this candidate was made) {}: {}\n", t.node(*it).via.text,
                        result_words(t.node(*it), t.node(0), facts(*it).outcome));
-  for (int c : t.node(id).children) {
+  std::vector<int> children = t.node(id).children;
+  if (!in_flight)  // waves: in the store's order, which a resumed run's tree has too
+    std::stable_sort(children.begin(), children.end(),
+                     [&](int a, int b) { return facts(a).db_id < facts(b).db_id; });
+  for (int c : children) {
     const search::Node& ch = t.node(c);
     if (!ch.measured || c >= measured_before) {
       // In flight: its direction once the planner gave it, so that the next is another.

@@ -191,8 +191,10 @@ void KnownVerdicts::add(int64_t candidate, store::EvaluationRow row, const agent
 }
 
 const store::EvaluationRow* KnownVerdicts::find(int64_t candidate, const agent::CandidateFiles& files) const {
+  if (not_for_children_.count(candidate)) return nullptr;
   if (const auto* v = of(candidate)) return v;
-  if (auto c = by_code_.find(code_key(files.cuda, files.python)); c != by_code_.end()) return of(c->second);
+  if (auto c = by_code_.find(code_key(files.cuda, files.python)); c != by_code_.end())
+    return not_for_children_.count(c->second) ? nullptr : of(c->second);
   return nullptr;
 }
 

@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -131,8 +132,12 @@ class KnownVerdicts {
   // null when there is none and the candidate must be measured.
   const store::EvaluationRow* find(int64_t candidate, const agent::CandidateFiles& files) const;
   const store::EvaluationRow* of(int64_t candidate) const;  // null when it has none
+  // A verdict that find() never gives a child: a KernelBench seed's, the problem's own PyTorch
+  // code judged with library_only_ok, which a child with that code must not inherit.
+  void not_for_children(int64_t candidate) { not_for_children_.insert(candidate); }
 
  private:
+  std::set<int64_t> not_for_children_;
   std::map<int64_t, store::EvaluationRow> by_candidate_;
   std::map<std::string, int64_t> by_code_;
 };

@@ -99,9 +99,17 @@ int kpj_compare(const kpj_tensor* out, const kpj_tensor* want, const double tole
       json[json_len - 1] = '\0';
     }
   };
-  if (!out || !want || !tolerance || out->dtype < 0 || out->dtype > 6 || want->dtype < 0 || want->dtype > 6 ||
-      out->rank < 0 || out->rank > KPJ_MAX_RANK || want->rank < 0 || want->rank > KPJ_MAX_RANK) {
-    write("kpj_compare: a tensor with a bad dtype or rank");
+  auto bad = [](const kpj_tensor* t) {
+    if (!t || t->dtype < 0 || t->dtype > 6 || t->rank < 0 || t->rank > KPJ_MAX_RANK) return true;
+    int64_t n = 1;
+    for (int d = 0; d < t->rank; ++d) {
+      if (t->shape[d] < 0) return true;
+      n *= t->shape[d];
+    }
+    return n > 0 && !t->data;
+  };
+  if (!tolerance || bad(out) || bad(want)) {
+    write("kpj_compare: a tensor with no data or a bad dtype, rank or shape");
     return -1;
   }
   static kp::judge::CompareScratch scratch;  // one per process, as the worker's

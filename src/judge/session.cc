@@ -322,6 +322,7 @@ cudaError_t Session::compare_output(const kpj_tensor& out, const kpj_tensor& wan
 int Session::check_outputs(Phase phase, int k, const kpj_tensors& got, const Callbacks& cb, int index) {
   const bool trial = phase == Phase::kTrial;
   const std::string call = trial ? fmt::format("trial {}", index) : fmt::format("timed call {}", index);
+  if (trial) checks_.clear();  // the report's checks are this trial's, as far as it got
   const kpj_tensors& ins = inputs_[k];
   for (int j = 0; j < got.count; ++j)
     for (int i = 0; i < ins.count; ++i)
@@ -370,7 +371,6 @@ int Session::check_outputs(Phase phase, int k, const kpj_tensors& got, const Cal
                                     "trials passed",
                                     call, got.count, want.count),
                         "batched_calls");
-  if (trial) checks_.assign(static_cast<size_t>(got.count), eval::OutputCheck{});
   for (int j = 0; j < got.count; ++j) {
     const kpj_tensor& o = got.t[j];
     const kpj_tensor& w = want.t[j];
@@ -383,7 +383,7 @@ int Session::check_outputs(Phase phase, int k, const kpj_tensors& got, const Cal
     }
     eval::OutputCheck c;
     if (cudaError_t e = compare_output(o, w, &c); e != cudaSuccess) return harness_failure(e, "comparing outputs");
-    if (trial) checks_[static_cast<size_t>(j)] = c;
+    if (trial) checks_.push_back(c);
     if (!c.passed && c.reference_nonfinite > 0) {
       const bool first = !stop_;
       stop("runtime_error", fmt::format("the reference produced {} NaN/Inf values on the inputs of {}: the problem "
@@ -402,15 +402,35 @@ int Session::check_outputs(Phase phase, int k, const kpj_tensors& got, const Cal
     if (rc != KPJ_CALL_OK) return KPJ_CALLBACK_FAILED;
   }
   if (trial) trial_results_.insert(*outputs_before);
-  for (int j = 0; j < got.count; ++j) {
-    if (cudaError_t e = flip_bits(got.t[j].data, nbytes(got.t[j]), stream_); e != cudaSuccess)
-      return harness_failure(e, "flipping a checked output");
-    if (returned_.size() < 4096 || returned_.count(got.t[j].data)) returned_[got.t[j].data] = edge_bytes(got.t[j]);
-  }
+  if (cudaError_t e = flip_outputs(got); e != cudaSuccess) return harness_failure(e, "flipping a checked output");
   last_output_bytes_ = 0;
   for (int j = 0; j < got.count; ++j) last_output_bytes_ += nbytes(got.t[j]);
   if (cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) return harness_failure(e, "after a check");
   return 0;
+}
+
+cudaError_t Session::flip_outputs(const kpj_tensors& got) {
+  // Each byte once: outputs that share memory ((y, y), or a view of another) would be put back by
+  // a second flip. The ranges are merged, flipped, and only then is each buffer's edge recorded.
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;
+  for (int j = 0; j < got.count; ++j)
+    if (const size_t b = nbytes(got.t[j]); b > 0) {
+      const auto lo = reinterpret_cast<uintptr_t>(got.t[j].data);
+      ranges.emplace_back(lo, lo + b);
+    }
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<std::pair<uintptr_t, uintptr_t>> merged;
+  for (const auto& r : ranges) {
+    if (!merged.empty() && r.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, r.second);
+    else
+      merged.push_back(r);
+  }
+  for (const auto& [lo, hi] : merged)
+    if (cudaError_t e = flip_bits(reinterpret_cast<void*>(lo), hi - lo, stream_); e != cudaSuccess) return e;
+  for (int j = 0; j < got.count; ++j)
+    if (returned_.size() < 4096 || returned_.count(got.t[j].data)) returned_[got.t[j].data] = edge_bytes(got.t[j]);
+  return cudaSuccess;
 }
 
 int Session::trial_failure(int k, int j, const kpj_tensor& o, const eval::OutputCheck& c, uint64_t outputs_print,

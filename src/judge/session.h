@@ -120,6 +120,9 @@ class Session {
   // A trial's output j that failed check c: incorrect, named by what it looks like.
   int trial_failure(int k, int j, const kpj_tensor& o, const eval::OutputCheck& c, uint64_t outputs_print,
                     const Callbacks& cb, int index);
+  // Every bit of the checked outputs flipped once (outputs that share memory included), each
+  // buffer's edges then remembered as returned.
+  cudaError_t flip_outputs(const kpj_tensors& got);
   // A timed call's output j that failed check c, after the trials passed.
   int timed_failure(int k, int j, const kpj_tensor& o, const eval::OutputCheck& c, int index);
   // `out` against `want` (same dtype and shape) on the device with the configured tolerance.

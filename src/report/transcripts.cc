@@ -39,8 +39,8 @@ bool aims_at(const std::string& bottleneck_class, const std::string& direction, 
        {"vectorize", "coalesc", "fuse", "fusion", "tile_for_l2", "float4", "vector", "bandwidth", "traffic",
         "shared memory", "smem", "l2", "one pass", "single pass", "read once", "bytes", "cache"}},
       {"compute-bound",
-       {"tensor", "wgmma", "mma", "use_tensor_cores", "register tile", "tiling", "tile", "fma", "intrinsic",
-        "fast math", "algebra", "fold", "precompute", "fewer flops", "instruction"}},
+       {"tensor core", "wgmma", " mma", "use_tensor_cores", "register tile", "tiling", "fma", "intrinsic",
+        "fast math", "algebra", "fold", "precompute", "fewer flops"}},
       {"latency-bound",
        {"occupancy", "increase_occupancy", "more blocks", "ilp", "in flight", "unroll", "warps", "grid",
         "parallelism", "split", "latency"}},
@@ -71,7 +71,8 @@ CandidateClasses classify_candidates(store::RunStore& s, const std::vector<store
   }
   if (auto lessons = s.lessons_in_order(); lessons.ok())
     for (const auto& l : *lessons) {
-      if (l.bottleneck_class.empty() || l.actions == "tune") continue;
+      // A repair inherits its parent's class but aims at the failure, not the bottleneck.
+      if (l.bottleneck_class.empty() || l.actions == "tune" || l.direction.rfind("repair the ", 0) == 0) continue;
       ++c.planned_with_class;
       if (aims_at(l.bottleneck_class, l.direction, l.actions)) ++c.aimed;
     }

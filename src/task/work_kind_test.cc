@@ -29,6 +29,7 @@ TEST(WorkKind, AKernelBenchProblemIsKnownByTheOpThatDominatesIt) {
   EXPECT_EQ(work_kind(kernelbench("47_Sum_reduction_over_a_dimension.py", 1)), "reduction");
   EXPECT_EQ(work_kind(kernelbench("52_Argmin_over_a_dimension.py", 1)), "reduction");
   EXPECT_EQ(work_kind(kernelbench("89_cumsum.py", 1)), "scan");
+  EXPECT_EQ(work_kind(kernelbench("42_Max_Pooling_2D.py", 1)), "pooling") << "not a max reduction";
   EXPECT_EQ(work_kind(kernelbench("95_CrossEntropyLoss.py", 1)), "loss");
   // Level 2: the GEMM or convolution first, whatever epilogue follows it.
   EXPECT_EQ(work_kind(kernelbench("14_Gemm_Divide_Sum_Scaling.py", 2)), "gemm");
