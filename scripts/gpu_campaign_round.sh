@@ -11,10 +11,7 @@
 set -u
 OUT=${OUT:-gpu-results}
 mkdir -p "$OUT"
-if [ "$(readlink -f /work/main 2>/dev/null)" != "$PWD" ]; then mkdir -p /work && ln -sfn "$PWD" /work/main; fi
-[ -e build ] || ln -sfn "$PWD/gpu-carry/build" build
-export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/kp-cache} PATH="$PATH:/usr/local/cuda/bin" PYTHONUNBUFFERED=1
-export KP_JUDGE_LIBRARY="$PWD/build/libkp_judge.so"
+source scripts/gpu_env.sh
 {
   echo "== machine ($(date +%T))"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

@@ -8,11 +8,7 @@
 set -u
 OUT=${OUT:-gpu-results}
 mkdir -p "$OUT/logs"
-# The binaries were configured in /work/main: make that path this checkout.
-if [ "$(readlink -f /work/main 2>/dev/null)" != "$PWD" ]; then mkdir -p /work && ln -sfn "$PWD" /work/main; fi
-[ -e build ] || ln -sfn "$PWD/gpu-carry/build" build
-export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/kp-cache} PATH="$PATH:/usr/local/cuda/bin" PYTHONUNBUFFERED=1
-export KP_JUDGE_LIBRARY="$PWD/build/libkp_judge.so"
+source scripts/gpu_env.sh
 # The CuTe example's headers, carried when packed with CUTLASS=1 (or moved to cutlass-carry/, to
 # travel in a call of their own when the build and the tree leave no room beside them).
 [ -d gpu-carry/cutlass ] && export CUTLASS_PATH=$PWD/gpu-carry/cutlass
