@@ -51,9 +51,13 @@ CHEATS = [
     ("relu.py", "cheats/background_thread.py", "honest/relu_fast.cu", {}, ("rejected",), "background_thread", "thread"),
     ("relu.py", "cheats/background_process.py", "honest/relu_fast.cu", {}, ("rejected",), "background_process",
      "process(es) running"),
-    # A cache by input pointer serves stale values on the core's fresh inputs: grossly wrong, and
-    # the core cannot tell a result kept from an earlier call from work deferred to a later one.
-    ("relu.py", "cheats/pointer_cache.py", "honest/relu_fast.cu", {}, ("rejected", "incorrect"), "batched_calls",
+    # A cache by input pointer from its first call hands a trial an earlier trial's output (the core
+    # refreshes set 0 in place, so the pointer comes again): an earlier trial's result.
+    ("relu.py", "cheats/pointer_cache.py", "honest/relu_fast.cu", {}, ("incorrect",), "result_cache",
+     "earlier trial's output"),
+    # Honest through the trials, then a copy of a kept output on the core's fresh inputs: grossly
+    # wrong, and the core cannot tell a result kept from an earlier call from work deferred to a later one.
+    ("relu.py", "cheats/pointer_cache_late.py", "honest/relu_fast.cu", {}, ("rejected", "incorrect"), "batched_calls",
      "cached from other calls"),
     # Every timed call gets inputs drawn fresh for it (the judge core): a cache keyed on sampled
     # values, or an output probe, never hits, and the work it then does is timed. Accepted, it
