@@ -516,13 +516,9 @@ TEST(ModelSearch, InWavesEveryChildsPromptWaitsAtOnceAndAResumeAsksTheSameOnes) 
   o.max_evaluations = 10;
   o.in_flight = 3;
   o.waves = true;
-  auto waiting = [&]() {
+  auto waiting = [&]() {  // as `bench prompts` lists them
     std::vector<fs::path> w;
-    for (const auto& e : fs::directory_iterator(manual)) {
-      const std::string name = e.path().filename().string();
-      if (name.ends_with(".prompt.md") && !fs::exists(manual / (name.substr(0, name.size() - 10) + ".answer.md")))
-        w.push_back(e.path());
-    }
+    for (const auto& p : llm::waiting_prompts(manual.string())) w.push_back(p.prompt);
     return w;
   };
   auto prompts_written = [&]() {
