@@ -105,8 +105,8 @@ class LowL2HitRate final : public Tool {
           "the reuse distance: process a row (or a tile) completely while it is resident, "
           "schedule blocks that share inputs close together (grouped / swizzled block order for "
           "a GEMM-like grid, a row per block rather than a pass per block), or keep the reused "
-          "part in shared memory or registers. A persisting-L2 access policy window "
-          "(cudaAccessPolicyWindow) can pin a small reused buffer.";
+          "part in shared memory or registers. The reuse has to come from the access order: the "
+          "judge flushes L2 between calls and rejects a persisting-L2 window or set-aside.";
       f.actions = {"tile_for_l2", "reuse_data"};
       out.push_back(std::move(f));
     }
