@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "driver/lanes.h"
+#include "driver/pipeline.h"
 #include "driver/prompt_context.h"
 #include "driver/run_ledger.h"
 #include "search/strategy.h"
@@ -33,7 +33,7 @@ void add_parts(OptimizeReport& report, const Analysis& a) {
 }
 
 // The loop of a run whose root is in the store: the strategy's picks become jobs in the
-// pipeline (lanes.h), whose results this thread takes back into the tree, the ledger
+// pipeline (pipeline.h), whose results this thread takes back into the tree, the ledger
 // (run_ledger.h) and the facts the prompts are made of (prompt_context.h).
 // A passing candidate the analysis could not profile: said in the run's log, kept in its facts (its
 // prompts say it has no profile and why) and counted in the run's report.
@@ -61,7 +61,7 @@ class ModelLoop {
         spend_(hooks.llm_spent, hooks.llm_budget_spent),
         pipeline_(pipeline_limits(o.in_flight, o.max_evaluations)) {}
 
-  // Runs until the strategy, the budget or a lane stops it. Returns why, or the run's error.
+  // Runs until the strategy, the budget or a stage stops it. Returns why, or the run's error.
   Result<StopReason> run();
 
   // KernelBench: the problem's own reference, the seed's candidate (0: none). A coder that hands it
@@ -85,7 +85,7 @@ class ModelLoop {
   }
   std::optional<StopReason> over_budget() const { return ledger_.over_budget(spend_.over(), hooks_.interrupted); }
   bool stopping() const { return failure_.has_value() || stopped_here_.has_value() || over_budget().has_value(); }
-  // A lane's step cannot finish here: the reason the user must act on first is kept.
+  // A stage's step cannot finish here: the reason the user must act on first is kept.
   void stop_here(StopReason why) { stopped_here_ = stopped_here_ ? first_to_act_on(*stopped_here_, why) : why; }
   // An error from the model: a manual prompt unanswered or the LLM budget spent stop the run
   // cleanly (resumable); anything else is the run's error.
@@ -104,7 +104,7 @@ class ModelLoop {
   bool wave_answered() const {
     if (!o_.waves) return true;
     for (const Job& x : pipeline_.jobs())
-      if (x.waiting || x.stage == Lane::kModel) return false;
+      if (x.waiting || x.stage == Stage::kModel) return false;
     return true;
   }
 
@@ -130,7 +130,7 @@ class ModelLoop {
   SpendSnapshot spend_;
   int wave_start_ = 0;        // waves: the first node of the wave in the making
   std::string wave_lessons_;  // waves: the planner's lessons as the wave began
-  Pipeline pipeline_;  // last: its lanes' work uses the members above, and is waited for first
+  Pipeline pipeline_;  // last: its stages' work uses the members above, and is waited for first
 };
 
 void ModelLoop::model_failed(const Error& e) {
@@ -187,7 +187,7 @@ void ModelLoop::fill() {
     }
 }
 
-// The model lane's next step for `j`, its prompt rendered here from the tree as it is now.
+// The model stage's next step for `j`, its prompt rendered here from the tree as it is now.
 // `lessons`: what the planner gets of the lessons (a plan step only).
 void ModelLoop::start_model(Job& j, const std::string& lessons) {
   agent::TaskBrief b = prompts_.brief_for(j.parent);
@@ -226,17 +226,17 @@ void ModelLoop::start_model(Job& j, const std::string& lessons) {
       break;
     }
   }
-  pipeline_.start(Lane::kModel, j, [this, work = std::move(work)] {
+  pipeline_.start(Stage::kModel, j, [this, work = std::move(work)] {
     work();
     spend_.update();
   });
 }
 
-// Starts each free lane on its oldest job; false when none could start.
+// Starts each free stage on its oldest job; false when none could start.
 Result<bool> ModelLoop::dispatch() {
   bool started = false;
-  if (!pipeline_.busy(Lane::kModel)) {
-    if (Job* j = pipeline_.oldest_in(Lane::kModel)) {
+  if (!pipeline_.busy(Stage::kModel)) {
+    if (Job* j = pipeline_.oldest_in(Stage::kModel)) {
       std::string lessons;
       if (j->step == ModelStep::kPlan && o_.waves) {
         lessons = wave_lessons_;  // as the wave began: not what its own children taught since
@@ -249,9 +249,9 @@ Result<bool> ModelLoop::dispatch() {
     }
   }
   if (!wave_answered()) return started;  // waves: nothing is measured until the whole wave is answered
-  if (!pipeline_.busy(Lane::kBuild)) {
-    if (Job* j = pipeline_.oldest_in(Lane::kBuild)) {
-      pipeline_.start(Lane::kBuild, *j, [this, j] {
+  if (!pipeline_.busy(Stage::kBuild)) {
+    if (Job* j = pipeline_.oldest_in(Stage::kBuild)) {
+      pipeline_.start(Stage::kBuild, *j, [this, j] {
         const auto tb = Clock::now();
         hooks_.prebuild(j->cu);
         j->build_s = since(tb);
@@ -259,8 +259,8 @@ Result<bool> ModelLoop::dispatch() {
       started = true;
     }
   }
-  while (!pipeline_.busy(Lane::kGpu)) {
-    Job* j = pipeline_.oldest_in(Lane::kGpu);
+  while (!pipeline_.busy(Stage::kGpu)) {
+    Job* j = pipeline_.oldest_in(Stage::kGpu);
     if (!j) break;
     // Another job with the same code may have been measured since this one was written.
     if (const store::EvaluationRow* of = verdicts_.find(j->cand, j->files)) {
@@ -271,7 +271,7 @@ Result<bool> ModelLoop::dispatch() {
     }
     say(fmt::format("evaluating candidate {} | {}", j->cand, status()));
     const bool profile = hooks_.analyze && prompts_.profiles();
-    pipeline_.start(Lane::kGpu, *j, [this, j, profile] {
+    pipeline_.start(Stage::kGpu, *j, [this, j, profile] {
       j->result = hooks_.evaluate(j->cu, j->py, false);
       if (profile && *j->result && (*j->result)->outcome == eval::Outcome::kOk) {
         const auto ta = Clock::now();
@@ -335,7 +335,7 @@ Status ModelLoop::record_known(Job& j, const store::EvaluationRow& of) {
   return record(j, row, std::move(f), true);
 }
 
-// Takes back what the model lane made: a plan (the job waits for the coder), or files (the job
+// Takes back what the model stage made: a plan (the job waits for the coder), or files (the job
 // goes to the compiler or the GPU, unless their code was measured).
 bool ModelLoop::parked(Job& j, const Error& e) {
   if (!o_.waves || e.code != ErrorCode::kPending) return false;
@@ -383,7 +383,7 @@ Status ModelLoop::take_model(Job& j) {
     pipeline_.drop(j);
     return ok_status();
   }
-  // A duplicate is recorded at once, but in waves with the rest of its wave (the GPU lane's turn).
+  // A duplicate is recorded at once, but in waves with the rest of its wave (the GPU stage's turn).
   if (const store::EvaluationRow* of = o_.waves ? nullptr : verdicts_.find(j.cand, j.files)) {
     KP_TRY_STATUS(record_known(j, *of));
     pipeline_.drop(j);
@@ -392,11 +392,11 @@ Status ModelLoop::take_model(Job& j) {
   KP_TRY(auto paths, ledger_.write_candidate(j.cand, j.files));
   j.cu = paths.cu;
   j.py = paths.py;
-  j.stage = hooks_.prebuild && !j.cu.empty() ? Lane::kBuild : Lane::kGpu;
+  j.stage = hooks_.prebuild && !j.cu.empty() ? Stage::kBuild : Stage::kGpu;
   return ok_status();
 }
 
-// Takes back what the GPU lane made: the verdict (and analysis) of a candidate.
+// Takes back what the GPU stage made: the verdict (and analysis) of a candidate.
 Status ModelLoop::take_gpu(Job& j) {
   auto result = std::move(*j.result);
   if (!result) {
@@ -457,20 +457,20 @@ Result<StopReason> ModelLoop::run() {
         stop_here(StopReason::kPending);
         break;
       }
-      continue;  // dispatch can start a lane for any job left: it does on the next turn
+      continue;  // dispatch can start a stage for any job left: it does on the next turn
     }
     pipeline_.wait();
     Status taken = ok_status();
-    if (Job* j = pipeline_.take(Lane::kModel)) taken = take_model(*j);
+    if (Job* j = pipeline_.take(Stage::kModel)) taken = take_model(*j);
     if (taken) {
-      if (Job* j = pipeline_.take(Lane::kBuild)) {
+      if (Job* j = pipeline_.take(Stage::kBuild)) {
         ledger_.report().ahead_s += j->build_s;
         ++ledger_.report().built_ahead;
-        j->stage = Lane::kGpu;
+        j->stage = Stage::kGpu;
       }
     }
     if (taken) {
-      if (Job* j = pipeline_.take(Lane::kGpu)) taken = take_gpu(*j);
+      if (Job* j = pipeline_.take(Stage::kGpu)) taken = take_gpu(*j);
     }
     if (!taken) failure_ = taken.error();
   }

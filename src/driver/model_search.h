@@ -11,7 +11,7 @@
 //         -> analyze it when it passed -> the measurement backs up the tree, a lesson is kept
 //
 // A pipeline: up to OptimizeOptions::in_flight children at once, the model writing one while the
-// compiler builds another and the GPU measures a third (lanes of one job each; GPU work is never
+// compiler builds another and the GPU measures a third (stages of one job each; GPU work is never
 // concurrent, so timings do not disturb each other). A child in flight counts against its
 // parent's widening, so the strategy spreads the next pick; the planner is told what is being
 // tried from the node it plans for.
@@ -50,14 +50,14 @@ struct ModelSearchHooks {
   std::function<bool()> llm_budget_spent;                      // the client's budget is used up
   const agent::CoderTools* tools = nullptr;                    // offered to the coder
   // Compiles a native candidate into the build cache, so that its evaluation finds it there;
-  // called on the build lane's thread while the GPU measures another. May be empty.
+  // called on the build stage's thread while the GPU measures another. May be empty.
   std::function<void(const std::filesystem::path& cu)> prebuild;
 };
 
 // stopped (a StopReason by name, driver/run_ledger.h): "budget", "exhausted", "interrupted",
 // "no_gpu" (the step in flight needs a GPU to evaluate), or "pending" (a manual prompt waits for
 // its answer; report.pending says where). The parts: driver/run_ledger.h (store, budget,
-// best.json), driver/lanes.h (the pipeline), driver/prompt_context.h (what the roles are told).
+// best.json), driver/pipeline.h (the pipeline), driver/prompt_context.h (what the roles are told).
 Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents& agents, const ModelSearchHooks& hooks,
                                           const OptimizeOptions& options);
 

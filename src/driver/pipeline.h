@@ -1,13 +1,13 @@
 // The model loop's pipeline (driver/model_search.h, OptimizeOptions::in_flight): up to `width`
-// children in the making at once, each a Job that passes through three lanes,
+// children in the making at once, each a Job that passes through three stages,
 //
 //   kModel  the planner then the coder, or the debugger    (one LLM call sequence at a time)
 //   kBuild  nvcc, into the build cache                      (native candidates with a prebuild)
 //   kGpu    evaluate, then analyze a passing candidate     (GPU work is never concurrent)
 //
-// A lane works on one job at a time, on a thread of its own; jobs enter each lane oldest first.
+// A stage works on one job at a time, on a thread of its own; jobs enter each stage oldest first.
 // The orchestrating thread alone adds, starts, takes back and drops jobs, and it alone touches
-// the tree, the store and the prompts: a lane's work only fills the job's results. Nothing here
+// the tree, the store and the prompts: a stage's work only fills the job's results. Nothing here
 // knows what the work is; the loop decides it (model_search.cc).
 #pragma once
 
@@ -29,31 +29,31 @@
 
 namespace kp::driver {
 
-// The lanes, and a job's stage: the lane it waits for.
-enum class Lane { kModel, kBuild, kGpu };
+// The stages, and a job's stage: the stage it waits for.
+enum class Stage { kModel, kBuild, kGpu };
 
-// What the model lane does next for a job: plan (a child of a passing node), write (once planned)
+// What the model stage does next for a job: plan (a child of a passing node), write (once planned)
 // or debug (a repair of a failing node).
 enum class ModelStep { kPlan, kWrite, kDebug };
 
-// One child in the making. The orchestrating thread sets the first group; a lane fills the
+// One child in the making. The orchestrating thread sets the first group; a stage fills the
 // results of its own step, which the orchestrating thread reads only after taking the job back.
 struct Job {
   int child = 0, parent = 0;  // nodes in the tree: the child is unmeasured until recorded
   ModelStep step = ModelStep::kPlan;
-  Lane stage = Lane::kModel;
+  Stage stage = Stage::kModel;
   search::Direction dir;
   std::vector<std::string> actions;  // the planner's action tags
   agent::CandidateFiles files;
   int64_t cand = 0;  // the candidate in the store, once written
   std::filesystem::path cu, py;
-  // Handed back by the lanes.
+  // Handed back by the stages.
   std::optional<Result<agent::Plan>> plan;
   std::optional<Result<agent::CoderResult>> written;
   std::optional<Result<eval::EvalResult>> result;
   std::optional<Result<Analysis>> analysis;
   double model_s = 0, build_s = 0, analyze_s = 0;
-  // Parked (OptimizeOptions::waves): its model step waits for an answer; no lane takes it again
+  // Parked (OptimizeOptions::waves): its model step waits for an answer; no stage takes it again
   // in this run.
   bool waiting = false;
   // Waves: this plan is proposal wave_k of wave_n made from the same parent in its wave (set when
@@ -81,7 +81,7 @@ class Pipeline {
   explicit Pipeline(PipelineLimits limits) : limits_(limits) {}
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
-  ~Pipeline();  // waits for the work of every busy lane
+  ~Pipeline();  // waits for the work of every busy stage
 
   const PipelineLimits& limits() const { return limits_; }
   bool has_room(int evaluated) const { return driver::has_room(limits_, size(), evaluated, made_); }
@@ -90,25 +90,25 @@ class Pipeline {
 
   // A new job, the newest; counts as a child made.
   Job& add(Job job);
-  // The job removed; it must not be in a lane.
+  // The job removed; it must not be in a stage.
   void drop(Job& job);
-  // The oldest job waiting for `lane`, not in it and not parked; null when none.
-  Job* oldest_in(Lane lane);
+  // The oldest job waiting for `stage`, not in it and not parked; null when none.
+  Job* oldest_in(Stage stage);
   // Whether a job is parked (Job::waiting).
   bool any_parked() const;
   std::list<Job>& jobs() { return jobs_; }
   const std::list<Job>& jobs() const { return jobs_; }
 
-  bool busy(Lane lane) const { return lane_(lane).job != nullptr; }
-  bool idle() const { return !busy(Lane::kModel) && !busy(Lane::kBuild) && !busy(Lane::kGpu); }
-  // Runs `work` for `job` on a thread of its own. The lane must be free; `work` must not throw,
+  bool busy(Stage stage) const { return slot_(stage).job != nullptr; }
+  bool idle() const { return !busy(Stage::kModel) && !busy(Stage::kBuild) && !busy(Stage::kGpu); }
+  // Runs `work` for `job` on a thread of its own. The stage must be free; `work` must not throw,
   // and touches only the job and what is safe to share.
-  void start(Lane lane, Job& job, std::function<void()> work);
-  // Blocks until a lane has finished work not yet taken back. A busy lane is needed.
+  void start(Stage stage, Job& job, std::function<void()> work);
+  // Blocks until a stage has finished work not yet taken back. A busy stage is needed.
   void wait();
-  // The job of a lane whose work has finished, the lane free again; null when the lane is idle
+  // The job of a stage whose work has finished, the stage free again; null when the stage is idle
   // or still working.
-  Job* take(Lane lane);
+  Job* take(Stage stage);
 
  private:
   struct Slot {
@@ -116,25 +116,25 @@ class Pipeline {
     std::future<void> work;
     bool done = false;  // the work has finished (under mu_)
   };
-  Slot& lane_(Lane lane) { return slots_[static_cast<size_t>(lane)]; }
-  const Slot& lane_(Lane lane) const { return slots_[static_cast<size_t>(lane)]; }
+  Slot& slot_(Stage stage) { return slots_[static_cast<size_t>(stage)]; }
+  const Slot& slot_(Stage stage) const { return slots_[static_cast<size_t>(stage)]; }
 
   PipelineLimits limits_;
   int made_ = 0;
-  std::list<Job> jobs_;  // oldest first; a list, so that a lane's Job* stays valid
+  std::list<Job> jobs_;  // oldest first; a list, so that a stage's Job* stays valid
   std::mutex mu_;
   std::condition_variable done_cv_;
-  int done_ = 0;  // lanes finished and not yet taken back
+  int done_ = 0;  // stages finished and not yet taken back
   Slot slots_[3];
 };
 
 // What the LLM client has spent, as the orchestrating thread sees it: the client is used by the
-// model lane only while it runs, which updates this after each of its steps. Thread-safe.
+// model stage only while it runs, which updates this after each of its steps. Thread-safe.
 class SpendSnapshot {
  public:
   // Either function may be empty (then nothing is spent and the budget is never over).
   SpendSnapshot(std::function<llm::Spend()> spent, std::function<bool()> budget_spent);
-  void update();  // reads the client: on the model lane, after a step
+  void update();  // reads the client: on the model stage, after a step
   llm::Spend spend() const;
   bool over() const;
   bool tracked() const { return static_cast<bool>(spent_); }

@@ -1,6 +1,6 @@
 // The pipeline's scheduling decisions: when the strategy may be asked for another child, which
-// job a lane takes next, and lanes that run at once and are taken back when done.
-#include "driver/lanes.h"
+// job a stage takes next, and stages that run at once and are taken back when done.
+#include "driver/pipeline.h"
 
 #include <atomic>
 #include <chrono>
@@ -11,7 +11,7 @@
 namespace kp::driver {
 namespace {
 
-TEST(Lanes, ThePipelineHoldsUpToItsWidthWithinTheBudget) {
+TEST(Pipeline, ThePipelineHoldsUpToItsWidthWithinTheBudget) {
   const PipelineLimits l = pipeline_limits(2, 5);
   EXPECT_EQ(l.width, 2);
   EXPECT_EQ(l.max_children, 20) << "duplicates cost no evaluation: bounded apart";
@@ -26,7 +26,7 @@ TEST(Lanes, ThePipelineHoldsUpToItsWidthWithinTheBudget) {
   EXPECT_FALSE(has_room(pipeline_limits(1, 5), 1, 0, 1)) << "one in flight: one after another";
 }
 
-TEST(Lanes, EachLaneTakesItsOldestJobAndTheCountOfChildrenMadeStays) {
+TEST(Pipeline, EachLaneTakesItsOldestJobAndTheCountOfChildrenMadeStays) {
   Pipeline p(pipeline_limits(3, 10));
   Job& a = p.add(Job{});
   a.child = 1;
@@ -35,14 +35,14 @@ TEST(Lanes, EachLaneTakesItsOldestJobAndTheCountOfChildrenMadeStays) {
   Job& c = p.add(Job{});
   c.child = 3;
   EXPECT_FALSE(p.has_room(0)) << "three in flight";
-  EXPECT_EQ(p.oldest_in(Lane::kModel), &a);
-  EXPECT_EQ(p.oldest_in(Lane::kGpu), nullptr);
-  c.stage = Lane::kGpu;
-  b.stage = Lane::kGpu;
-  EXPECT_EQ(p.oldest_in(Lane::kGpu), &b) << "oldest first, whatever reached the lane first";
+  EXPECT_EQ(p.oldest_in(Stage::kModel), &a);
+  EXPECT_EQ(p.oldest_in(Stage::kGpu), nullptr);
+  c.stage = Stage::kGpu;
+  b.stage = Stage::kGpu;
+  EXPECT_EQ(p.oldest_in(Stage::kGpu), &b) << "oldest first, whatever reached the stage first";
   p.drop(a);
   EXPECT_EQ(p.size(), 2);
-  EXPECT_EQ(p.oldest_in(Lane::kModel), nullptr);
+  EXPECT_EQ(p.oldest_in(Stage::kModel), nullptr);
   EXPECT_TRUE(p.has_room(0));
   p.drop(b);
   p.drop(c);
@@ -53,58 +53,58 @@ TEST(Lanes, EachLaneTakesItsOldestJobAndTheCountOfChildrenMadeStays) {
   EXPECT_FALSE(small.has_room(0)) << "dropped jobs still count as children made";
 }
 
-TEST(Lanes, LanesWorkAtOnceAndAreTakenBackWhenDone) {
+TEST(Pipeline, LanesWorkAtOnceAndAreTakenBackWhenDone) {
   Pipeline p(pipeline_limits(2, 10));
   Job& model = p.add(Job{});
   Job& gpu = p.add(Job{});
-  gpu.stage = Lane::kGpu;
+  gpu.stage = Stage::kGpu;
   std::promise<void> gpu_started;
   std::promise<void> release_gpu;
   std::shared_future<void> released = release_gpu.get_future().share();
-  // The model lane finishes only once the GPU lane is working: both run at once.
-  p.start(Lane::kGpu, gpu, [&] {
+  // The model stage finishes only once the GPU stage is working: both run at once.
+  p.start(Stage::kGpu, gpu, [&] {
     gpu_started.set_value();
     released.wait();
     gpu.build_s = 1;
   });
   std::future<void> started = gpu_started.get_future();
-  p.start(Lane::kModel, model, [&] {
+  p.start(Stage::kModel, model, [&] {
     started.wait();
     model.model_s = 2;
   });
-  EXPECT_TRUE(p.busy(Lane::kModel));
-  EXPECT_TRUE(p.busy(Lane::kGpu));
-  EXPECT_FALSE(p.busy(Lane::kBuild));
+  EXPECT_TRUE(p.busy(Stage::kModel));
+  EXPECT_TRUE(p.busy(Stage::kGpu));
+  EXPECT_FALSE(p.busy(Stage::kBuild));
   EXPECT_FALSE(p.idle());
-  EXPECT_EQ(p.oldest_in(Lane::kGpu), nullptr) << "a job in its lane is not offered again";
-  EXPECT_EQ(p.take(Lane::kBuild), nullptr);
+  EXPECT_EQ(p.oldest_in(Stage::kGpu), nullptr) << "a job in its stage is not offered again";
+  EXPECT_EQ(p.take(Stage::kBuild), nullptr);
 
-  p.wait();  // the model lane
-  EXPECT_EQ(p.take(Lane::kGpu), nullptr) << "still working";
-  EXPECT_EQ(p.take(Lane::kModel), &model);
+  p.wait();  // the model stage
+  EXPECT_EQ(p.take(Stage::kGpu), nullptr) << "still working";
+  EXPECT_EQ(p.take(Stage::kModel), &model);
   EXPECT_EQ(model.model_s, 2);
-  EXPECT_FALSE(p.busy(Lane::kModel));
+  EXPECT_FALSE(p.busy(Stage::kModel));
   release_gpu.set_value();
   p.wait();
-  EXPECT_EQ(p.take(Lane::kGpu), &gpu);
+  EXPECT_EQ(p.take(Stage::kGpu), &gpu);
   EXPECT_EQ(gpu.build_s, 1);
   EXPECT_TRUE(p.idle());
 }
 
-TEST(Lanes, APipelineWaitsForItsLanesWhenItGoes) {
+TEST(Pipeline, APipelineWaitsForItsLanesWhenItGoes) {
   std::atomic<bool> finished{false};
   {
     Pipeline p(pipeline_limits(1, 10));
     Job& j = p.add(Job{});
-    p.start(Lane::kBuild, j, [&] {
+    p.start(Stage::kBuild, j, [&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       finished = true;
     });
   }
-  EXPECT_TRUE(finished) << "the lane's work ended before its job went";
+  EXPECT_TRUE(finished) << "the stage's work ended before its job went";
 }
 
-TEST(Lanes, TheSpendSnapshotReadsTheClientOnlyWhenUpdated) {
+TEST(Pipeline, TheSpendSnapshotReadsTheClientOnlyWhenUpdated) {
   int calls = 3;
   bool over = false;
   SpendSnapshot s([&] { return llm::Spend{calls, 100, 0.5}; }, [&] { return over; });

@@ -1,4 +1,4 @@
-#include "driver/lanes.h"
+#include "driver/pipeline.h"
 
 #include <algorithm>
 #include <utility>
@@ -28,9 +28,9 @@ void Pipeline::drop(Job& job) {
   jobs_.remove_if([&](const Job& x) { return &x == &job; });
 }
 
-Job* Pipeline::oldest_in(Lane lane) {
+Job* Pipeline::oldest_in(Stage stage) {
   for (auto& j : jobs_)
-    if (j.stage == lane && !j.waiting && lane_(lane).job != &j) return &j;
+    if (j.stage == stage && !j.waiting && slot_(stage).job != &j) return &j;
   return nullptr;
 }
 
@@ -40,8 +40,8 @@ bool Pipeline::any_parked() const {
   return false;
 }
 
-void Pipeline::start(Lane lane, Job& job, std::function<void()> work) {
-  Slot& s = lane_(lane);
+void Pipeline::start(Stage stage, Job& job, std::function<void()> work) {
+  Slot& s = slot_(stage);
   s.job = &job;
   s.done = false;
   s.work = std::async(std::launch::async, [this, &s, work = std::move(work)] {
@@ -60,8 +60,8 @@ void Pipeline::wait() {
   done_cv_.wait(lock, [&] { return done_ > 0; });
 }
 
-Job* Pipeline::take(Lane lane) {
-  Slot& s = lane_(lane);
+Job* Pipeline::take(Stage stage) {
+  Slot& s = slot_(stage);
   {
     std::lock_guard lock(mu_);
     if (!s.job || !s.done) return nullptr;
