@@ -1,5 +1,5 @@
 // `kernelpro baseline`: times the KernelBench suite's references, eager and compiled
-// (driver/baseline.h), and prints the command that continues a run whose time budget ran out.
+// (campaign/baseline.h), and prints the command that continues a run whose time budget ran out.
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -9,7 +9,7 @@
 
 #include "cli/cli_support.h"
 #include "cli/commands.h"
-#include "driver/baseline.h"
+#include "campaign/baseline.h"
 #include "util/strings.h"
 
 namespace kp::cli {
@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 int run_baseline(const BaselineFlags& flags) {
   auto scratch = make_scratch("kernelpro-baseline-", flags.keep_scratch);
   if (!scratch.ok()) return exit_for(scratch.error());
-  driver::BaselineOptions o;
+  campaign::BaselineOptions o;
   o.suite_dir = flags.suite;
   o.out_dir = flags.out;
   o.default_out_root = fs::path(KP_SOURCE_DIR) / "bench" / "baselines";
@@ -30,15 +30,15 @@ int run_baseline(const BaselineFlags& flags) {
   o.trials = flags.trials;
   o.timeout_s = flags.timeout_s;
   o.time_budget_s = flags.time_budget_s;
-  o.retry_failed = flags.retry_failed ? driver::RetryFailed::kYes : driver::RetryFailed::kNo;
+  o.retry_failed = flags.retry_failed ? campaign::RetryFailed::kYes : campaign::RetryFailed::kNo;
   o.prewarm_jobs = flags.prewarm_jobs;
   o.worker = python_worker_options(resolve_python(flags.python), scratch->path());
-  auto run = driver::run_baseline(o, [](const std::string& line) { std::cout << line << std::endl; });
+  auto run = campaign::run_baseline(o, [](const std::string& line) { std::cout << line << std::endl; });
   if (!run.ok()) return exit_for(run.error());
   std::cout << fmt::format("\n{} problem(s) measured in this run ({} with a failure, recorded), {} already recorded; "
                            "results in {}\n",
                            run->attempted, run->failed, run->already_recorded, run->out_dir.string());
-  for (const auto& s : run->summary) std::cout << driver::format_level_summary(s) << "\n";
+  for (const auto& s : run->summary) std::cout << campaign::format_level_summary(s) << "\n";
   if (run->budget_spent) {
     std::vector<std::string> cmd = {(self_dir() / "kernelpro").string(), "baseline", "--suite",
                                     fs::absolute(flags.suite).lexically_normal().string(), "--out", run->out_dir.string()};

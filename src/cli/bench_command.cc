@@ -1,4 +1,4 @@
-// `kernelpro bench run|status|report` (driver/campaign.h, report/campaign_report.h) and
+// `kernelpro bench run|status|report` (campaign/campaign.h, report/campaign_report.h) and
 // `kernelpro report RUN_DIR`. A campaign runs one `kernelpro optimize` per problem on a lane per
 // GPU, or as the tasks of a Slurm job array (`--slurm`), which run this same command for one
 // problem each on the cluster's nodes.
@@ -17,8 +17,10 @@
 
 #include "cli/cli_support.h"
 #include "cli/commands.h"
-#include "driver/baseline.h"
-#include "driver/campaign.h"
+#include "campaign/baseline.h"
+#include "campaign/gpus.h"
+#include "campaign/scheduler.h"
+#include "campaign/slurm.h"
 #include "llm/provider.h"
 #include "report/campaign_report.h"
 #include "sys/subprocess.h"
@@ -33,34 +35,6 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 extern "C" void on_stop(int) { g_stop.store(true); }
-
-// The host's GPUs as CUDA_VISIBLE_DEVICES values: CUDA_VISIBLE_DEVICES's own entries when set,
-// else nvidia-smi's indices; empty without a GPU (or without nvidia-smi).
-std::vector<std::string> host_gpus() {
-  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v) {
-    std::vector<std::string> out;
-    for (const auto& s : split(v, ','))
-      if (!trim(s).empty()) out.emplace_back(trim(s));
-    return out;
-  }
-  auto r = sys::run(sys::Command{.argv = {"nvidia-smi", "--query-gpu=index", "--format=csv,noheader"},
-                                 .timeout = std::chrono::seconds(30)});
-  std::vector<std::string> out;
-  if (!r.ok() || !r->success()) return out;
-  for (const auto& l : split_lines(r->stdout_text))
-    if (!trim(l).empty()) out.emplace_back(trim(l));
-  return out;
-}
-
-// The name of GPU `index` ("NVIDIA H100 80GB HBM3"), or "" when nvidia-smi cannot say.
-std::string gpu_name(const std::string& index) {
-  std::vector<std::string> argv = {"nvidia-smi", "--query-gpu=name", "--format=csv,noheader"};
-  if (!index.empty()) argv.push_back("--id=" + index);
-  auto r = sys::run(sys::Command{.argv = argv, .timeout = std::chrono::seconds(30)});
-  if (!r.ok() || !r->success()) return "";
-  auto lines = split_lines(r->stdout_text);
-  return lines.empty() ? "" : std::string(trim(lines[0]));
-}
 
 std::vector<std::string> optimize_args(const BenchFlags& f, const CommonFlags& common) {
   std::vector<std::string> a = {"--budget", std::to_string(f.budget)};
@@ -88,10 +62,10 @@ std::vector<std::string> optimize_args(const BenchFlags& f, const CommonFlags& c
 
 // The lanes' display: on a terminal, one line per lane redrawn in place under the events; else
 // the events alone, one per line.
-std::function<void(const driver::CampaignProgress&)> campaign_printer() {
+std::function<void(const campaign::CampaignProgress&)> campaign_printer() {
   const bool tty = isatty(STDERR_FILENO) != 0;
   auto drawn = std::make_shared<size_t>(0);
-  return [tty, drawn](const driver::CampaignProgress& p) {
+  return [tty, drawn](const campaign::CampaignProgress& p) {
     if (!tty) {
       if (!p.event.empty()) std::fprintf(stderr, "kernelpro: %s\n", p.event.c_str());
       return;
@@ -118,9 +92,9 @@ std::function<void(const driver::CampaignProgress&)> campaign_printer() {
 
 // The campaign named by flags: campaign.json when it exists (checked against --suite and the
 // optimize arguments when those are given), else a new one from --suite.
-Result<driver::CampaignSpec> open_or_create(const BenchFlags& f, const CommonFlags& common) {
+Result<campaign::CampaignSpec> open_or_create(const BenchFlags& f, const CommonFlags& common) {
   const fs::path dir = f.campaign;
-  auto existing = driver::load_campaign(dir);
+  auto existing = campaign::load_campaign(dir);
   if (existing.ok() && f.suite.empty()) return existing;
   if (!existing.ok() && existing.error().code != ErrorCode::kNotFound) return existing;
   if (f.suite.empty())
@@ -128,8 +102,8 @@ Result<driver::CampaignSpec> open_or_create(const BenchFlags& f, const CommonFla
                       fmt::format("{}: no campaign here yet; name what to run with --suite (a KernelBench folder, a "
                                   "folder of tasks such as examples/, or a list file)",
                                   dir.string()));
-  driver::CampaignSpec spec;
-  KP_TRY(spec.problems, driver::list_campaign_problems(f.suite, f.levels, f.only));
+  campaign::CampaignSpec spec;
+  KP_TRY(spec.problems, campaign::list_campaign_problems(f.suite, f.levels, f.only));
   spec.suite = fs::absolute(f.suite).lexically_normal().string();
   spec.optimize_args = optimize_args(f, common);
   spec.python = f.python;
@@ -151,13 +125,13 @@ Result<driver::CampaignSpec> open_or_create(const BenchFlags& f, const CommonFla
                                     dir.string(), join(existing->optimize_args, " "), dir.string()));
     return existing;
   }
-  KP_TRY_STATUS(driver::save_campaign(dir, spec));
+  KP_TRY_STATUS(campaign::save_campaign(dir, spec));
   return spec;
 }
 
 // The KernelBench problems' PyTorch baselines on `gpu`, measured before the campaign when any
 // are missing (kernelpro baseline resumes on its own and skips what it has).
-void measure_baselines(const driver::CampaignSpec& spec, const BenchFlags& f, const std::string& gpu,
+void measure_baselines(const campaign::CampaignSpec& spec, const BenchFlags& f, const std::string& gpu,
                        const std::string& card) {
   std::map<fs::path, std::pair<std::set<int>, std::vector<std::string>>> suites;  // root -> levels, files
   for (const auto& p : spec.problems) {
@@ -166,7 +140,7 @@ void measure_baselines(const driver::CampaignSpec& spec, const BenchFlags& f, co
     s.first.insert(p.level);
     s.second.push_back(p.path.filename().string());
   }
-  const fs::path out = fs::path(f.campaign) / "baselines" / driver::gpu_slug(card);
+  const fs::path out = fs::path(f.campaign) / "baselines" / campaign::gpu_slug(card);
   for (const auto& [root, what] : suites) {
     std::vector<std::string> levels;
     for (int l : what.first) levels.push_back(std::to_string(l));
@@ -187,116 +161,31 @@ void measure_baselines(const driver::CampaignSpec& spec, const BenchFlags& f, co
   }
 }
 
-// The campaign's submitted jobs (slurm/jobs.txt): job id -> its problem list's file name.
-std::vector<std::pair<std::string, std::string>> submitted_jobs(const fs::path& dir) {
-  std::vector<std::pair<std::string, std::string>> out;
-  auto jobs = read_file((dir / "slurm" / "jobs.txt").string());
-  if (!jobs.ok()) return out;
-  for (const auto& l : split_lines(*jobs)) {
-    auto parts = split(std::string(trim(l)), ' ');
-    if (parts.size() >= 2 && !parts[0].empty()) out.push_back({parts[0], parts[1]});
-  }
-  return out;
+campaign::SlurmTools slurm_tools(const BenchFlags& f) {
+  campaign::SlurmTools t;
+  t.sbatch = f.sbatch;
+  t.squeue = f.squeue;
+  t.sacct = f.sacct;
+  return t;
 }
 
-// The problems whose array tasks Slurm still holds (pending or running), from squeue and the
-// lists the jobs were submitted with; empty when squeue cannot say.
-std::set<std::string> queued_problems(const fs::path& dir, const std::string& squeue) {
-  std::set<std::string> out;
-  const auto jobs = submitted_jobs(dir);
-  if (jobs.empty()) return out;
-  std::vector<std::string> ids;
-  std::map<std::string, std::vector<std::string>> list_of;
-  for (const auto& [job, list] : jobs) {
-    ids.push_back(job);
-    auto text = read_file((dir / "slurm" / list).string());
-    list_of[job] = text.ok() ? split_lines(*text) : std::vector<std::string>{};
-  }
-  auto q = sys::run(sys::Command{.argv = {squeue, "-h", "-r", "-j", join(ids, ","), "-o", "%i %T"},
-                                 .timeout = std::chrono::seconds(30)});
-  if (!q.ok() || !q->success()) return out;
-  for (const auto& l : split_lines(q->stdout_text)) {
-    auto parts = split(std::string(trim(l)), ' ');  // "JOB_TASK STATE"
-    if (parts.size() < 2) continue;
-    const auto us = parts[0].find('_');
-    if (us == std::string::npos) continue;
-    const std::string job = parts[0].substr(0, us);
-    int task = -1;
-    try {
-      task = std::stoi(parts[0].substr(us + 1));
-    } catch (const std::exception&) {
-      continue;  // "13_[0-3]": a range not yet split; -r splits them
-    }
-    const auto& lines = list_of[job];
-    if (task >= 0 && task < static_cast<int>(lines.size()) && (parts[1] == "PENDING" || parts[1] == "RUNNING" ||
-                                                               parts[1] == "CONFIGURING" || parts[1] == "COMPLETING"))
-      out.insert(std::string(trim(lines[task])));
-  }
-  return out;
-}
-
-int submit_slurm(const driver::CampaignSpec& spec, const BenchFlags& f) {
-  const fs::path dir = fs::absolute(f.campaign).lexically_normal();
-  std::vector<std::string> ids;
-  const auto ledger = driver::campaign_ledger(dir, spec);
-  const std::set<std::string> queued = queued_problems(dir, f.squeue);
-  for (size_t i = 0; i < spec.problems.size(); ++i) {
-    using driver::ProblemState;
-    const ProblemState s = ledger[i].state;
-    if (s == ProblemState::kDone || s == ProblemState::kNotTimed || s == ProblemState::kRunning ||
-        (s == ProblemState::kFailed && !f.retry_failed))
-      continue;
-    if (queued.count(spec.problems[i].id)) continue;  // an earlier array's task still holds it
-    ids.push_back(spec.problems[i].id);
-  }
-  if (ids.empty()) {
+int submit_slurm(const campaign::CampaignSpec& spec, const BenchFlags& f) {
+  campaign::SlurmSubmitOptions o;
+  o.kernelpro = self_dir() / "kernelpro";
+  o.sbatch_options = f.slurm;
+  o.gpus_per_task = f.gpus_per_task;
+  o.retry_failed = f.retry_failed;
+  o.jobs = f.jobs;
+  o.tools = slurm_tools(f);
+  auto sub = campaign::submit_slurm_array(fs::absolute(f.campaign).lexically_normal(), spec, o);
+  if (!sub.ok()) return exit_for(sub.error());
+  if (sub->problems.empty()) {
     std::cout << "Nothing to submit: every problem is done, failed (--retry-failed runs those again), running, or "
                  "queued in an earlier array.\n";
     return kExitOk;
   }
-  const fs::path sdir = dir / "slurm";
-  std::error_code ec;
-  fs::create_directories(sdir, ec);
-  int n = 0;
-  while (fs::exists(sdir / fmt::format("submit-{}.list", n), ec)) ++n;
-  const fs::path list = sdir / fmt::format("submit-{}.list", n);
-  const fs::path script = sdir / fmt::format("submit-{}.sh", n);
-  if (auto w = write_file(list.string(), join(ids, "\n") + "\n"); !w.ok()) return exit_for(w.error());
-  std::string body = fmt::format(
-      "#!/bin/sh\n"
-      "# kernelpro bench run --slurm: task i of the array runs line i+1 of {list}.\n"
-      "#SBATCH --job-name=kernelpro-{name}\n"
-      "#SBATCH --output={out}/%A_%a.out\n"
-      "ID=$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" {list})\n"
-      "exec {kp} bench run {dir} --problem \"$ID\" --gpus inherit{retry}{jobs}\n",
-      fmt::arg("list", shell_quote(list.string())), fmt::arg("name", dir.filename().string()),
-      fmt::arg("out", sdir.string()), fmt::arg("kp", shell_quote((self_dir() / "kernelpro").string())),
-      fmt::arg("dir", shell_quote(dir.string())), fmt::arg("retry", f.retry_failed ? " --retry-failed" : ""),
-      fmt::arg("jobs", f.jobs > 0 ? fmt::format(" --jobs {}", f.jobs) : std::string()));
-  if (auto w = write_file(script.string(), body); !w.ok()) return exit_for(w.error());
-  fs::permissions(script, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read, ec);
-  sys::Command c;
-  c.argv = {f.sbatch, "--parsable", fmt::format("--array=0-{}", ids.size() - 1)};
-  if (f.gpus_per_task > 0) c.argv.push_back(fmt::format("--gpus-per-task={}", f.gpus_per_task));
-  for (const auto& o : split(f.slurm, ' '))
-    if (!trim(o).empty()) c.argv.emplace_back(trim(o));
-  c.argv.push_back(script.string());
-  c.timeout = std::chrono::seconds(60);
-  auto r = sys::run(c);
-  if (!r.ok() || !r->success()) {  // nothing was submitted: the next submission takes this number
-    fs::remove(list, ec);
-    fs::remove(script, ec);
-  }
-  if (!r.ok()) return exit_for(r.error());
-  if (!r->success())
-    return exit_for(make_error(ErrorCode::kTool, fmt::format("sbatch {}: {}", r->describe(),
-                                                                   std::string(trim(r->stderr_text + r->stdout_text)))));
-  const std::string job = std::string(trim(split(std::string(trim(r->stdout_text)), ';')[0]));
-  std::string jobs = read_file((sdir / "jobs.txt").string()).ok() ? *read_file((sdir / "jobs.txt").string()) : "";
-  jobs += fmt::format("{} {} {} {}\n", job, list.filename().string(), ids.size(), utc_now_iso8601());
-  if (auto w = write_file((sdir / "jobs.txt").string(), jobs); !w.ok()) return exit_for(w.error());
   std::cout << fmt::format("Submitted job array {} ({} task(s), one problem each). Follow it with: kernelpro bench status {}\n",
-                           job, ids.size(), f.campaign);
+                           sub->job, sub->problems.size(), f.campaign);
   return kExitOk;
 }
 
@@ -306,7 +195,7 @@ int run_bench_run(const BenchFlags& f, const CommonFlags& common) {
   auto spec = open_or_create(f, common);
   if (!spec.ok()) return exit_for(spec.error());
   if (!f.slurm.empty() || f.slurm_flag) return submit_slurm(*spec, f);
-  driver::CampaignOptions o;
+  campaign::CampaignOptions o;
   o.dir = fs::absolute(f.campaign).lexically_normal();
   o.kernelpro = self_dir() / "kernelpro";
   o.only_ids = f.problems;
@@ -314,7 +203,7 @@ int run_bench_run(const BenchFlags& f, const CommonFlags& common) {
   if (f.gpus == "inherit") {
     o.inherit_gpu = true;
   } else if (f.gpus == "all") {
-    o.gpus = host_gpus();
+    o.gpus = campaign::host_gpus();
   } else if (f.gpus != "none") {
     for (const auto& g : split(f.gpus, ','))
       if (!trim(g).empty()) o.gpus.emplace_back(trim(g));
@@ -330,13 +219,13 @@ int run_bench_run(const BenchFlags& f, const CommonFlags& common) {
   for (const auto& p : spec->problems) kernelbench = kernelbench || p.kind == "kernelbench";
   if (kernelbench && !f.no_baselines && (o.inherit_gpu || !o.gpus.empty())) {
     const std::string first = o.inherit_gpu ? "" : o.gpus.front();
-    const std::string card = gpu_name(o.inherit_gpu ? "" : first);
+    const std::string card = campaign::gpu_name(o.inherit_gpu ? "" : first);
     if (!card.empty()) measure_baselines(*spec, f, first, card);
   }
   g_stop = false;
   auto prev_int = std::signal(SIGINT, on_stop);
   auto prev_term = std::signal(SIGTERM, on_stop);
-  auto run = driver::run_campaign(*spec, o);
+  auto run = campaign::run_campaign(*spec, o);
   std::signal(SIGINT, prev_int);
   std::signal(SIGTERM, prev_term);
   if (!run.ok()) return exit_for(run.error());
@@ -361,36 +250,13 @@ int run_bench_run(const BenchFlags& f, const CommonFlags& common) {
 }
 
 int run_bench_status(const BenchFlags& f, const CommonFlags& common) {
-  auto spec = driver::load_campaign(f.campaign);
+  auto spec = campaign::load_campaign(f.campaign);
   if (!spec.ok()) return exit_for(spec.error());
-  const auto ledger = driver::campaign_ledger(f.campaign, *spec);
+  const auto ledger = campaign::campaign_ledger(f.campaign, *spec);
   std::map<std::string, int> count;
-  for (const auto& s : ledger) ++count[driver::to_string(s.state)];  // by name: the JSON's "counts"
+  for (const auto& s : ledger) ++count[campaign::to_string(s.state)];  // by name: the JSON's "counts"
   // The Slurm jobs this campaign submitted, as squeue (queued, running) and sacct (finished) see them.
-  std::vector<std::string> job_lines;
-  std::vector<std::string> job_ids;
-  for (const auto& [job, list] : submitted_jobs(f.campaign)) job_ids.push_back(job);
-  if (!job_ids.empty()) {
-    // -t all: also the tasks that ended lately (Slurm keeps them MinJobAge, 300 s by default).
-    auto q = sys::run(sys::Command{.argv = {f.squeue, "-h", "-r", "-t", "all", "-j", join(job_ids, ","), "-o", "%i %T %M %N"},
-                                   .timeout = std::chrono::seconds(30)});
-    if (q.ok() && q->success()) {
-      for (const auto& l : split_lines(q->stdout_text))
-        if (!trim(l).empty()) job_lines.push_back("squeue: " + std::string(trim(l)));
-    } else {
-      job_lines.push_back(fmt::format("squeue could not say ({})",
-                                      q.ok() ? q->describe() + ": " + std::string(trim(q->stderr_text)) : q.error().message));
-    }
-    auto a = sys::run(sys::Command{.argv = {f.sacct, "-n", "-P", "-X", "-j", join(job_ids, ","), "--format=JobID,State,ExitCode"},
-                                   .timeout = std::chrono::seconds(30)});
-    if (a.ok() && a->success()) {
-      for (const auto& l : split_lines(a->stdout_text))
-        if (!trim(l).empty()) job_lines.push_back("sacct: " + std::string(trim(l)));
-    } else {
-      job_lines.push_back(fmt::format("sacct could not say ({}); tasks that ended long ago show only in the ledger",
-                                      a.ok() ? std::string(trim(a->stderr_text + a->stdout_text)) : a.error().message));
-    }
-  }
+  const std::vector<std::string> job_lines = campaign::slurm_job_lines(f.campaign, slurm_tools(f));
   if (common.json) {
     json probs = json::array();
     for (size_t i = 0; i < ledger.size(); ++i) {
@@ -407,21 +273,21 @@ int run_bench_status(const BenchFlags& f, const CommonFlags& common) {
   for (size_t i = 0; i < ledger.size(); ++i) {
     const auto& s = ledger[i];
     std::string detail;
-    if (s.state == driver::ProblemState::kDone && s.result.is_object())
+    if (s.state == campaign::ProblemState::kDone && s.result.is_object())
       detail = fmt::format("{:.2f}x the reference, {} candidate(s)", s.result.value("speedup_vs_reference", 0.0),
                            s.result.value("nodes", 0));
-    else if (s.state == driver::ProblemState::kRunning)
+    else if (s.state == campaign::ProblemState::kRunning)
       detail = fmt::format("on {} ({}), since {}", s.host, s.lane, s.started);
     else if (!s.error.empty())
       detail = s.error;
-    std::cout << fmt::format("  {:<28} {:<10} {}\n", spec->problems[i].id, driver::to_string(s.state), detail);
+    std::cout << fmt::format("  {:<28} {:<10} {}\n", spec->problems[i].id, campaign::to_string(s.state), detail);
   }
   for (const auto& l : job_lines) std::cout << "  " << l << "\n";
   return kExitOk;
 }
 
 int run_bench_prompts(const BenchFlags& f, const CommonFlags& common) {
-  auto spec = driver::load_campaign(f.campaign);
+  auto spec = campaign::load_campaign(f.campaign);
   if (!spec.ok()) return exit_for(spec.error());
   const fs::path dir = fs::absolute(f.campaign).lexically_normal();
   const std::string resume = fmt::format("kernelpro bench run {}", dir.string());

@@ -131,16 +131,6 @@ eval::WorkerOptions python_worker_options(const std::string& python, const fs::p
   return w;
 }
 
-// A word as a POSIX shell reads it back: as is when it is plain, else in single quotes.
-std::string shell_quote(const std::string& word) {
-  bool plain = !word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                       "0123456789_-+=./,:@%") == std::string::npos;
-  if (plain) return word;
-  std::string q = "'";
-  for (char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 // The options both kinds of evaluation take from the flags; trials and timeout by task kind.
 eval::EvalOptions eval_options(const EvalFlags& flags, int default_trials, double default_timeout_s) {
   eval::EvalOptions e = flags.options;
@@ -379,7 +369,7 @@ Result<std::unique_ptr<ModelSetup>> model_setup(const ModelFlags& flags, const f
   if (!flags.model.empty()) ctx.resume_hint += " --model " + flags.model;
   if (!flags.base_url.empty()) ctx.resume_hint += " --base-url " + flags.base_url;
   if (!flags.command.empty()) ctx.resume_hint += " --command \"" + flags.command + "\"";
-  // A campaign's problem is resumed by the campaign (driver/campaign.cc sets this), not by hand.
+  // A campaign's problem is resumed by the campaign (campaign/scheduler.cc sets this), not by hand.
   if (const char* h = std::getenv("KP_RESUME_HINT"); h && *h) ctx.resume_hint = h;
   m->resume_hint = ctx.resume_hint;
   Error perr;

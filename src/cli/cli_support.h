@@ -61,8 +61,6 @@ bool is_kernelbench_path(const std::string& path);
 std::string resolve_python(const std::string& flag);
 // `python -m kernelpro_torch.worker` with the source tree's python/ first on PYTHONPATH.
 eval::WorkerOptions python_worker_options(const std::string& python, const std::filesystem::path& scratch);
-// A word as a POSIX shell reads it back: as is when it is plain, else in single quotes.
-std::string shell_quote(const std::string& word);
 // The options both kinds of evaluation take from the flags; trials and timeout by task kind.
 eval::EvalOptions eval_options(const EvalFlags& flags, int default_trials, double default_timeout_s);
 // The evaluator of a loop that evaluates many candidates (generate, optimize): build options from

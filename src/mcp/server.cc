@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "driver/campaign.h"
+#include "campaign/scheduler.h"
 #include "report/campaign_report.h"
 #include "store/run_store.h"
 #include "sys/subprocess.h"
@@ -538,7 +538,7 @@ Result<json> Server::tool_list_tasks(const json& a) {
       }
     }
   }
-  KP_TRY(auto problems, driver::list_campaign_problems(folder, levels, {}));
+  KP_TRY(auto problems, campaign::list_campaign_problems(folder, levels, {}));
   json list = json::array();
   std::string text;
   for (const auto& p : problems) {

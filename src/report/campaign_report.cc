@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "driver/baseline.h"
-#include "driver/campaign.h"
+#include "campaign/baseline.h"
+#include "campaign/ledger.h"
 #include "report/transcripts.h"
 #include "store/run_store.h"
 #include "util/strings.h"
@@ -30,7 +30,7 @@ double geomean(const std::vector<double>& xs) {
 }
 
 std::string group_of(const std::string& kind, int level) {
-  return kind == "kernelbench" ? driver::level_key(level) : "native";
+  return kind == "kernelbench" ? campaign::level_key(level) : "native";
 }
 
 // Loaded baseline documents: hardware name -> document.
@@ -45,9 +45,9 @@ struct Baselines {
 
 void load_baselines(const fs::path& folder, Baselines& b) {
   std::error_code ec;
-  const fs::path f = folder / driver::kBaselineFile;
+  const fs::path f = folder / campaign::kBaselineFile;
   if (!fs::is_regular_file(f, ec)) return;
-  auto doc = driver::load_baseline_doc(f);
+  auto doc = campaign::load_baseline_doc(f);
   if (doc.ok() && doc->contains("hardware")) b.docs.push_back(*doc);
 }
 
@@ -55,7 +55,7 @@ void load_baselines(const fs::path& folder, Baselines& b) {
 double baseline_ms(const json& doc, int level, const std::string& file, const char* mode) {
   const auto probs = doc.find("problems");
   if (probs == doc.end()) return 0;
-  const auto lv = probs->find(driver::level_key(level));
+  const auto lv = probs->find(campaign::level_key(level));
   if (lv == probs->end()) return 0;
   const auto p = lv->find(file);
   if (p == lv->end() || !p->contains("results")) return 0;
@@ -183,7 +183,7 @@ Result<ProblemResult> read_run(const fs::path& run_dir, const std::string& id, c
       }
     }
   }
-  r.state = evals.empty() ? driver::ProblemState::kPending : driver::ProblemState::kDone;
+  r.state = evals.empty() ? campaign::ProblemState::kPending : campaign::ProblemState::kDone;
   return r;
 }
 
@@ -235,7 +235,7 @@ void summarize(CampaignReport& r) {
 }
 
 Result<CampaignReport> campaign_report(const fs::path& dir, const std::vector<fs::path>& baselines) {
-  KP_TRY(driver::CampaignSpec spec, driver::load_campaign(dir));
+  KP_TRY(campaign::CampaignSpec spec, campaign::load_campaign(dir));
   CampaignReport r;
   r.title = fs::absolute(dir).lexically_normal().filename().string();
   Baselines b;
@@ -243,7 +243,7 @@ Result<CampaignReport> campaign_report(const fs::path& dir, const std::vector<fs
   for (const auto& e : fs::directory_iterator(dir / "baselines", ec))
     if (e.is_directory()) load_baselines(e.path(), b);
   for (const auto& f : baselines) load_baselines(f, b);
-  const auto ledger = driver::campaign_ledger(dir, spec);
+  const auto ledger = campaign::campaign_ledger(dir, spec);
   std::set<std::string> missing_cards;
   for (size_t i = 0; i < spec.problems.size(); ++i) {
     const auto& p = spec.problems[i];
@@ -284,7 +284,7 @@ Result<CampaignReport> campaign_report(const fs::path& dir, const std::vector<fs
     r.notes.push_back(fmt::format("no PyTorch baseline measured on {}: the columns against eager and torch.compile are "
                                   "empty for its problems (`kernelpro bench run` measures them first on a GPU; or "
                                   "`kernelpro baseline --out {}/baselines/{}`)",
-                                  card, dir.string(), driver::gpu_slug(card)));
+                                  card, dir.string(), campaign::gpu_slug(card)));
   summarize(r);
   return r;
 }
@@ -325,7 +325,7 @@ json to_json(const CampaignReport& r) {
                         {"kind", p.kind},
                         {"group", p.group},
                         {"level", p.level},
-                        {"state", driver::to_string(p.state)},
+                        {"state", campaign::to_string(p.state)},
                         {"error", p.error},
                         {"correct", p.correct},
                         {"best_s", p.best_s},
@@ -368,7 +368,7 @@ std::string to_csv(const CampaignReport& r) {
       "joules_per_call,candidates,llm_calls,tokens,cost_usd,device,torch_s,vs_torch\n";
   for (const auto& p : r.problems)
     o += fmt::format("{},{},{},{},{:.6g},{:.6g},{:.4g},{:.6g},{:.4g},{:.6g},{:.4g},{:.4g},{:.6g},{},{},{},{:.4f},{},{:.6g},{:.4g}\n",
-                     csv_field(p.id), p.group, driver::to_string(p.state), p.correct ? 1 : 0, p.best_s, p.reference_s,
+                     csv_field(p.id), p.group, campaign::to_string(p.state), p.correct ? 1 : 0, p.best_s, p.reference_s,
                      p.speedup, p.eager_s, p.vs_eager, p.compile_s, p.vs_compile, p.speed_of_light, p.joules_per_call,
                      p.candidates, p.llm_calls, p.tokens, p.cost_usd, csv_field(p.device), p.torch_s, p.vs_torch);
   return o;
@@ -453,14 +453,14 @@ std::string to_text(const CampaignReport& r) {
                    "speedup", "vs eager", "vs compile", "vs torch", "SOL", "J/call", "cands");
   for (const auto& p : r.problems)
     o += fmt::format("{:<28} {:<10} {:>10} {:>9} {:>9} {:>10} {:>9} {:>6} {:>10} {:>6}\n", p.id,
-                     driver::to_string(p.state), p.correct ? format_seconds(p.best_s) : "-", x_or_dash(p.speedup),
+                     campaign::to_string(p.state), p.correct ? format_seconds(p.best_s) : "-", x_or_dash(p.speedup),
                      x_or_dash(p.vs_eager), x_or_dash(p.vs_compile), x_or_dash(p.vs_torch),
                      p.speed_of_light > 0 ? fmt::format("{:.0f}%", 100 * p.speed_of_light) : "-",
                      p.joules_per_call > 0 ? fmt::format("{:.3g}", p.joules_per_call) : "-", p.candidates);
   o += energy_text(r);
   o += classes_text(r);
   for (const auto& p : r.problems)
-    if (p.state == driver::ProblemState::kFailed) o += fmt::format("\n{} failed: {}\n", p.id, p.error);
+    if (p.state == campaign::ProblemState::kFailed) o += fmt::format("\n{} failed: {}\n", p.id, p.error);
   for (const auto& n : r.notes) o += "\nnote: " + n + "\n";
   return o;
 }
@@ -697,7 +697,7 @@ std::string to_html(const CampaignReport& r) {
     o += fmt::format(
         "<tr><td><a href=\"#p-{0}\">{0}</a></td><td class=\"{1}\">{1}</td><td>{2}</td><td>{3}</td><td>{4}</td><td>{5}</td>"
         "<td>{13}</td><td>{6}</td><td>{7}</td><td>{8}</td><td>{9}</td><td>{10}</td><td>${11:.3f}</td><td>{12}</td></tr>\n",
-        esc(p.id), esc(driver::to_string(p.state)), p.correct ? format_seconds(p.best_s) : "-", x_or_dash(p.speedup),
+        esc(p.id), esc(campaign::to_string(p.state)), p.correct ? format_seconds(p.best_s) : "-", x_or_dash(p.speedup),
         x_or_dash(p.vs_eager), x_or_dash(p.vs_compile),
         p.speed_of_light > 0 ? fmt::format("{:.0f}%", 100 * p.speed_of_light) : "-",
         p.joules_per_call > 0 ? fmt::format("{:.3g}", p.joules_per_call) : "-", p.candidates, p.llm_calls, p.tokens,
@@ -724,7 +724,7 @@ std::string to_html(const CampaignReport& r) {
   o += "</div>\n";
   for (const auto& p : r.problems) {
     o += fmt::format("<section id=\"p-{}\"><h3>{}</h3>\n", esc(p.id), esc(p.id));
-    if (p.state == driver::ProblemState::kFailed) o += "<p class=\"failed\">" + esc(p.error) + "</p>\n";
+    if (p.state == campaign::ProblemState::kFailed) o += "<p class=\"failed\">" + esc(p.error) + "</p>\n";
     o += tree_svg(p) + "\n";
     if (!p.diagnosis.empty()) {
       o += "<details open><summary>diagnosis of the best candidate</summary><ul>";

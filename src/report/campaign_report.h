@@ -28,7 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "driver/campaign.h"
+#include "campaign/ledger.h"
 #include "util/result.h"
 
 namespace kp::report {
@@ -47,7 +47,7 @@ struct ProblemResult {
   std::string id, kind, group;  // group: "level1", "native"
   // The ledger's; for one run folder (`kernelpro report RUN_DIR`), kDone once a candidate was
   // evaluated, else kPending.
-  driver::ProblemState state = driver::ProblemState::kPending;
+  campaign::ProblemState state = campaign::ProblemState::kPending;
   int level = 0;
   std::string error;                    // the ledger's, for failed problems
   bool correct = false;                 // a candidate passed every check

@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "driver/baseline.h"
-#include "driver/campaign.h"
+#include "campaign/baseline.h"
+#include "campaign/campaign.h"
 #include "store/run_store.h"
 #include "sys/temp_dir.h"
 #include "tests/support/paths.h"
@@ -57,13 +57,13 @@ class CampaignReportDir : public ::testing::Test {
   void make(const std::string& card) {
     const fs::path py = dir_->path() / "KernelBench" / "level1" / "19_ReLU.py";
     fs::create_directories(py.parent_path());
-    driver::CampaignSpec spec;
+    campaign::CampaignSpec spec;
     spec.suite = (dir_->path() / "KernelBench").string();
     spec.problems.push_back({"level1/19_ReLU", "kernelbench", py, 1});
-    ASSERT_TRUE(driver::save_campaign(campaign(), spec).ok());
-    driver::ProblemStatus st;
-    st.state = driver::ProblemState::kDone;
-    ASSERT_TRUE(driver::write_problem_status(campaign(), spec.problems[0], st).ok());
+    ASSERT_TRUE(campaign::save_campaign(campaign(), spec).ok());
+    campaign::ProblemStatus st;
+    st.state = campaign::ProblemState::kDone;
+    ASSERT_TRUE(campaign::write_problem_status(campaign(), spec.problems[0], st).ok());
     auto s = store::RunStore::open(campaign() / "runs" / "level1-19_ReLU" / "store.db").value();
     const int64_t c0 = s.add_candidate("seed", "").value(), c1 = s.add_candidate("fast", "").value(),
                   c2 = s.add_candidate("wrong", "").value();
@@ -82,11 +82,11 @@ class CampaignReportDir : public ::testing::Test {
     ASSERT_TRUE(s.add_finding(prof, "dram_bound", "info", "DRAM at 80% of peak").ok());
     ASSERT_TRUE(s.add_llm_call({"coder", "openai", "m", "{}", "{}", "", 100, 50, 0.02, 1.0, false}).ok());
     // A baseline measured on the H200.
-    json doc = driver::empty_baseline_doc();
+    json doc = campaign::empty_baseline_doc();
     doc["hardware"] = "NVIDIA H200";
     doc["problems"]["level1"]["19_ReLU.py"]["results"] = {
         {"eager", {{"ok", true}, {"median_ms", 3.0}}}, {"compile", {{"ok", true}, {"median_ms", 2.0}}}};
-    ASSERT_TRUE(driver::write_baseline_files(campaign() / "baselines" / "nvidia-h200", doc).ok());
+    ASSERT_TRUE(campaign::write_baseline_files(campaign() / "baselines" / "nvidia-h200", doc).ok());
   }
   std::unique_ptr<sys::TempDir> dir_;
 };
@@ -206,10 +206,10 @@ TEST_F(CampaignReportDir, AnEnergySearchShowsItsChoiceAgainstTheFastest) {
 TEST_F(CampaignReportDir, AKernelBenchSeedIsTheReferenceAndNoSolution) {
   const fs::path py = dir_->path() / "KernelBench" / "level1" / "21_Sigmoid.py";
   fs::create_directories(py.parent_path());
-  driver::CampaignSpec spec;
+  campaign::CampaignSpec spec;
   spec.suite = (dir_->path() / "KernelBench").string();
   spec.problems.push_back({"level1/21_Sigmoid", "kernelbench", py, 1});
-  ASSERT_TRUE(driver::save_campaign(campaign(), spec).ok());
+  ASSERT_TRUE(campaign::save_campaign(campaign(), spec).ok());
   auto s = store::RunStore::open(campaign() / "runs" / "level1-21_Sigmoid" / "store.db").value();
   const int64_t c0 = s.add_candidate("", "class Model: ...").value();
   const int64_t root = s.add_node({0, -1, "root", "seed", c0}).value();
@@ -250,7 +250,7 @@ TEST(CampaignReportRecorded, TheH100CampaignsGiveTheirFigures) {
   EXPECT_EQ(ex->groups[0].candidates, 26);
   for (const auto& p : ex->problems) {
     if (p.id == "gemm_bf16_cute") {
-      EXPECT_EQ(p.state, driver::ProblemState::kFailed);
+      EXPECT_EQ(p.state, campaign::ProblemState::kFailed);
     }
     if (p.id == "softmax") {
       EXPECT_NEAR(p.speedup, 2.31, 0.01);

@@ -140,4 +140,14 @@ std::string format_bytes(double bytes) {
   return fmt::format("{:.1f} {}", bytes, units[u]);
 }
 
+// A word as a POSIX shell reads it back: as is when it is plain, else in single quotes.
+std::string shell_quote(const std::string& word) {
+  bool plain = !word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                       "0123456789_-+=./,:@%") == std::string::npos;
+  if (plain) return word;
+  std::string q = "'";
+  for (char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 }  // namespace kp

@@ -19,6 +19,9 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep);
 // Keeps at most max_lines of the end of text, with a first line saying how many were cut.
 std::string tail_lines(std::string_view text, size_t max_lines);
 
+// A word as a POSIX shell reads it back: as is when it is plain, else in single quotes.
+std::string shell_quote(const std::string& word);
+
 // Reads a whole file. kNotFound when it does not exist, kIo otherwise; the message names the path.
 Result<std::string> read_file(const std::string& path);
 // Writes a whole file (truncating). kIo with the path on failure.

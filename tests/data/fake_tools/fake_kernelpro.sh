@@ -1,6 +1,6 @@
 #!/bin/sh
 # A stand-in for `kernelpro optimize TASK --run-dir DIR --json [...]` in the campaign's tests
-# (src/driver/campaign_test.cc): no nvcc, no GPU. It appends "TASK|CUDA_VISIBLE_DEVICES|ARGS" to
+# (src/campaign/campaign_test.cc): no nvcc, no GPU. It appends "TASK|CUDA_VISIBLE_DEVICES|ARGS" to
 # $FAKE_LOG, creates DIR/store.db (an empty file: a later run must pass --resume), and acts by the
 # task folder's name:
 #   *fails*   exits 4 with a message on stderr, as a broken tool

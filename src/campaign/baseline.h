@@ -25,7 +25,7 @@
 #include "util/result.h"
 #include "verdict/protocol.h"
 
-namespace kp::driver {
+namespace kp::campaign {
 
 inline constexpr const char* kBaselineFile = "kernelpro_baseline.json";
 inline constexpr const char* kEagerTimingFile = "baseline_time_torch.json";
@@ -156,4 +156,4 @@ struct BaselineRun {
 Result<BaselineRun> run_baseline(const BaselineOptions& options,
                                  const std::function<void(const std::string&)>& progress);
 
-}  // namespace kp::driver
+}  // namespace kp::campaign

@@ -1,4 +1,4 @@
-#include "driver/baseline.h"
+#include "campaign/baseline.h"
 
 #include <cmath>
 
@@ -8,7 +8,7 @@
 #include "sys/temp_dir.h"
 #include "util/strings.h"
 
-namespace kp::driver {
+namespace kp::campaign {
 namespace {
 
 namespace fs = std::filesystem;
@@ -230,4 +230,4 @@ TEST_F(BaselineFiles, WritesTheThreeFilesAndReadsTheDocumentBack) {
 }
 
 }  // namespace
-}  // namespace kp::driver
+}  // namespace kp::campaign

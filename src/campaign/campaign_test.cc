@@ -1,6 +1,6 @@
 // The campaign's listing, ledger and lanes, with tests/data/fake_tools/fake_kernelpro.sh standing
 // for `kernelpro optimize` (the e2e tier runs the real one: tests/e2e/bench_e2e_test.cc).
-#include "driver/campaign.h"
+#include "campaign/scheduler.h"
 
 #include <chrono>
 #include <set>
@@ -14,7 +14,7 @@
 #include "tests/support/paths.h"
 #include "util/strings.h"
 
-namespace kp::driver {
+namespace kp::campaign {
 namespace {
 
 namespace fs = std::filesystem;
@@ -295,4 +295,4 @@ TEST_F(CampaignTest, AResumedProblemGetsWhatIsLeftOfItsBudget) {
 }
 
 }  // namespace
-}  // namespace kp::driver
+}  // namespace kp::campaign

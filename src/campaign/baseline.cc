@@ -1,4 +1,4 @@
-#include "driver/baseline.h"
+#include "campaign/baseline.h"
 
 #include <algorithm>
 #include <cctype>
@@ -14,7 +14,7 @@
 #include "task/kernelbench_loader.h"
 #include "util/strings.h"
 
-namespace kp::driver {
+namespace kp::campaign {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -441,4 +441,4 @@ Result<BaselineRun> run_baseline(const BaselineOptions& o, const std::function<v
   return run;
 }
 
-}  // namespace kp::driver
+}  // namespace kp::campaign
