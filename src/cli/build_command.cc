@@ -7,6 +7,7 @@
 #include "build/diagnostics.h"
 #include "cli/cli_support.h"
 #include "cli/commands.h"
+#include "eval/result_json.h"
 #include "report/eval_report.h"
 #include "task/native_task_loader.h"
 
@@ -29,7 +30,7 @@ int run_build(const BuildFlags& flags, const CommonFlags& common) {
   er.outcome = r->ok ? eval::Outcome::kNotRun : eval::Outcome::kCompileError;
   er.reason = r->ok ? std::string("built only (kernelpro build)") : build::summarize_diagnostics(r->diagnostics, 5);
   er.build_seconds = er.total_seconds = r->seconds;
-  if (common.json) std::cout << report::eval_to_json(*task, er).dump(2) << "\n";
+  if (common.json) std::cout << eval::result_to_json(*task, er).dump(2) << "\n";
   else std::cout << report::format_eval_text(*task, er);
   return r->ok ? kExitOk : kExitFailed;
 }

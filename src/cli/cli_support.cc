@@ -16,6 +16,7 @@
 #include "build/diagnostics.h"
 #include "driver/analyze_session.h"
 #include "profile/kernel_metrics.h"
+#include "eval/result_json.h"
 #include "report/eval_report.h"
 #include "task/kernelbench_loader.h"
 #include "task/native_task_loader.h"
@@ -172,7 +173,7 @@ std::function<void(const std::string&)> progress_printer(const CommonFlags& comm
 // returns the exit code.
 int print_verdict(const task::Task& task, const eval::EvalResult& result, bool json, const std::string& not_run_note) {
   if (json) {
-    std::cout << report::eval_to_json(task, result).dump(2) << "\n";
+    std::cout << eval::result_to_json(task, result).dump(2) << "\n";
   } else {
     std::cout << report::format_eval_text(task, result);
     if (result.outcome == eval::Outcome::kNotRun) std::cout << not_run_note;

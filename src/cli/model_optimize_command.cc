@@ -16,6 +16,7 @@
 #include "driver/model_search.h"
 #include "eval/evaluator.h"
 #include "profile/profiler.h"
+#include "eval/result_json.h"
 #include "report/eval_report.h"
 #include "task/kernelbench_loader.h"
 #include "task/native_task_loader.h"
@@ -150,7 +151,7 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
     if (kernelbench && root) seed.emplace(*j.judge);
     return analyze_feedback(*j.judge, *j.profile, kernelbench ? py : cu, kernelbench ? cu : fs::path(), {});
   };
-  hooks.record = [&](const eval::EvalResult& r) { return report::eval_to_json(*task, r).dump(); };
+  hooks.record = [&](const eval::EvalResult& r) { return eval::result_to_json(*task, r).dump(); };
   hooks.interrupted = [] { return g_model_interrupted.load(); };
   hooks.llm_spent = [&] { return client.spent(); };
   hooks.llm_budget_spent = [&] { return client.budget_exhausted(); };

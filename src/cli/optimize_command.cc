@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "driver/judge.h"
 #include "driver/optimize_session.h"
+#include "eval/result_json.h"
 #include "report/eval_report.h"
 #include "task/native_task_loader.h"
 
@@ -73,7 +74,7 @@ int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   driver::OptimizeHooks hooks;
   hooks.progress = progress_printer(common, &tty);
   hooks.evaluate = [&](const fs::path& cu) { return judge.evaluate(*task, cu); };
-  hooks.record = [&](const eval::EvalResult& r) { return report::eval_to_json(*task, r).dump(); };
+  hooks.record = [&](const eval::EvalResult& r) { return eval::result_to_json(*task, r).dump(); };
   // Compiling ahead, with a builder of its own over the same cache and flags as the evaluator's.
   build::Builder ahead(build_options(common));
   hooks.prebuild = [&](const fs::path& cu) {

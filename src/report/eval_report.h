@@ -16,8 +16,6 @@ namespace kp::report {
 // problem's Model timed in the same run; for both kinds the cheat tag, the physics floor and the
 // traced kernels when the worker reported them.
 std::string format_eval_text(const task::Task& task, const eval::EvalResult& result);
-
-// The same content as JSON (stable field names; outcomes as strings).
-nlohmann::json eval_to_json(const task::Task& task, const eval::EvalResult& result);
+// Its JSON, the same content with stable field names: eval::result_to_json (eval/result_json.h).
 
 }  // namespace kp::report

@@ -1,4 +1,5 @@
 #include "report/eval_report.h"
+#include "eval/result_json.h"
 
 #include <gtest/gtest.h>
 
@@ -61,7 +62,7 @@ TEST(EvalReport, TextShowsVerdictTimeSpeedupEnergyAndResources) {
 }
 
 TEST(EvalReport, JsonCarriesTheSameFigures) {
-  auto j = eval_to_json(sample_task(), sample_result());
+  auto j = eval::result_to_json(sample_task(), sample_result());
   EXPECT_EQ(j["outcome"], "ok");
   EXPECT_DOUBLE_EQ(j["time"]["median_s"].get<double>(), 2.1e-4);
   EXPECT_EQ(j["time"]["samples"].get<int>(), 3);
@@ -89,9 +90,9 @@ TEST(EvalReport, CheatTagIsPrintedAndInTheJson) {
   std::string text = format_eval_text(sample_task(), r);
   EXPECT_NE(text.find("verdict    rejected"), std::string::npos) << text;
   EXPECT_NE(text.find("cheat      forbidden_library"), std::string::npos) << text;
-  auto j = eval_to_json(sample_task(), r);
+  auto j = eval::result_to_json(sample_task(), r);
   EXPECT_EQ(j["cheat"], "forbidden_library");
-  EXPECT_EQ(eval_to_json(sample_task(), sample_result())["cheat"], "");
+  EXPECT_EQ(eval::result_to_json(sample_task(), sample_result())["cheat"], "");
 }
 
 task::Task kernelbench_task() {
@@ -155,7 +156,7 @@ TEST(EvalReport, KernelBenchRejectionNamesTheCheat) {
 }
 
 TEST(EvalReport, KernelBenchJsonNamesTheProblemAndForm) {
-  auto j = eval_to_json(kernelbench_task(), kernelbench_result());
+  auto j = eval::result_to_json(kernelbench_task(), kernelbench_result());
   EXPECT_EQ(j["kind"], "kernelbench");
   EXPECT_EQ(j["problem"]["level"], 1);
   EXPECT_EQ(j["problem"]["problem_id"], 23);
@@ -165,7 +166,7 @@ TEST(EvalReport, KernelBenchJsonNamesTheProblemAndForm) {
   EXPECT_DOUBLE_EQ(j["physics_floor_s"].get<double>(), 2e-5);
   EXPECT_EQ(j["kernels"].size(), 2u);
   EXPECT_DOUBLE_EQ(j["speedup_vs_reference"].get<double>(), 3.0);
-  EXPECT_EQ(eval_to_json(sample_task(), sample_result())["kind"], "native");
+  EXPECT_EQ(eval::result_to_json(sample_task(), sample_result())["kind"], "native");
 }
 
 }  // namespace

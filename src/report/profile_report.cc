@@ -8,6 +8,7 @@
 #include "profile/calibration.h"
 #include "profile/metric_lists.h"
 #include "profile/trace/trace_parser.h"
+#include "eval/result_json.h"
 #include "report/eval_report.h"
 #include "util/strings.h"
 
@@ -146,7 +147,7 @@ std::string format_profile_text(const task::Task& task, const analysis::ProfileP
 
 json profile_to_json(const task::Task& task, const analysis::ProfilePage& page) {
   json j;
-  j["eval"] = eval_to_json(task, page.eval);
+  j["eval"] = eval::result_to_json(task, page.eval);
   if (page.roofline) {
     j["class"] = analysis::to_string(page.roofline->cls);
     j["roofline"] = analysis::to_json(*page.roofline);

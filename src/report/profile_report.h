@@ -13,7 +13,7 @@ namespace kp::report {
 // The readable page. When the evaluation did not end ok, the verdict alone (nothing was profiled).
 std::string format_profile_text(const task::Task& task, const analysis::ProfilePage& page);
 
-// Stable field names: "eval" (as eval_to_json), "class", "roofline", "ceilings", "kernels"
+// Stable field names: "eval" (as eval::result_to_json), "class", "roofline", "ceilings", "kernels"
 // (per kernel: name, grid, block, metrics), "sass", "trace" (summary and calls), "stage2",
 // "agreement", "notes", "seconds".
 nlohmann::json profile_to_json(const task::Task& task, const analysis::ProfilePage& page);
