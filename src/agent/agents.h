@@ -99,6 +99,8 @@ class Agents {
   // attempts taught, one per line; history: the directions tried and their results.
   // The templates the roles render (a playbook is one: prompts/playbook_<kind>.md).
   const PromptLibrary& prompts() const { return prompts_; }
+  // The client the roles ask through: its spend and budget, for the loops' accounts.
+  llm::LlmClient& client() const { return client_; }
   // measured: the current best's measured time in words ("" leaves the section out).
   Result<Plan> plan(const TaskBrief& task, const std::string& feedback, const std::string& lessons,
                     const std::string& history, const std::string& measured = "");

@@ -274,53 +274,6 @@ Result<std::unique_ptr<ProfileSetup>> profile_setup(const ProfileFlags& flags, c
 
 // ---- the model side of generate and optimize ---------------------------------------------------
 
-Result<std::unique_ptr<LoopJudges>> loop_judges(const std::string& task_path, bool feedback, const CommonFlags& common,
-                                                const EvalFlags& eval) {
-  ProfileFlags pf;
-  pf.eval = eval;
-  pf.eval.task = task_path;
-  // The setup asks for a candidate (and a native task may have no seed.cu); each analysis names
-  // its own, so this one is never read.
-  pf.eval.candidate = task_path;
-  auto out = std::make_unique<LoopJudges>();
-  KP_TRY(out->profile, profile_setup(pf, common, "optimize"));
-  out->feedback = feedback;
-  // Every tool's metrics ride with stage 1: one warm session, one collection per candidate.
-  // KP_LOOP_STAGE2_APART=1 keeps the two collections apart, as before: a switch for
-  // bench/throughput.sh's model_apart row, which times both ways on one card in one run.
-  const char* apart = std::getenv("KP_LOOP_STAGE2_APART");
-  if (feedback && !(apart && std::string(apart) == "1")) {
-    KP_TRY(out->profile->options.ahead_metrics, driver::every_tool_metric(analysis::default_rule_dirs()));
-  }
-  const driver::ProfileSessionOptions& po = out->profile->options;
-  out->judge = std::make_unique<driver::Judge>(feedback ? driver::evaluator_options_for_profile(po) : po.evaluator);
-  return out;
-}
-
-Result<driver::Analysis> analyze_feedback(driver::Judge& judge, const ProfileSetup& setup, const fs::path& candidate,
-                                          const fs::path& cu, const std::vector<std::string>& extra_tools) {
-  driver::AnalyzeOptions ao;
-  ao.rule_dirs = analysis::default_rule_dirs();
-  ao.profile = setup.options;
-  ao.profile.evaluator = judge.options();
-  // The loop profiles every candidate: the system trace only where the counters leave part of the
-  // call unexplained (driver::counters_explain_call); `kernelpro analyze` always takes it.
-  ao.profile.trace_unless_explained = true;
-  ao.extra_tools = extra_tools;
-  auto page = judge.analyze(setup.task, candidate, cu, ao);
-  if (!page.ok()) return page.error();
-  if (page->profile.eval.outcome != eval::Outcome::kOk)
-    return make_error(ErrorCode::kInvalidInput, fmt::format("it did not pass the check ({}): {}",
-                                                            eval::to_string(page->profile.eval.outcome),
-                                                            page->profile.eval.reason));
-  driver::Analysis a{driver::measured_summary(*page) + page->feedback.text, page->tools_run, "",
-                     driver::measured_summary(*page) + driver::raw_metrics_text(*page), {}};
-  if (page->profile.roofline) a.bottleneck_class = analysis::to_string(page->profile.roofline->cls);
-  a.seconds = page->profile.seconds;
-  a.seconds.erase("eval");  // the verdict's, counted as the worker's time
-  return a;
-}
-
 Result<std::unique_ptr<ModelSetup>> model_setup(const ModelFlags& flags, const fs::path& run_dir,
                                                 const std::string& resume_hint, const llm::Budget* budget) {
   auto m = std::make_unique<ModelSetup>();
@@ -415,13 +368,6 @@ Status reference_as_seed(task::Task& task, const fs::path& run_dir) {
   return ok_status();
 }
 
-std::optional<std::string> gpu_words(eval::Evaluator& evaluator) {
-  auto dev = evaluator.device();
-  if (!dev.ok()) return std::nullopt;
-  return fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB)", dev->name, dev->cc_major, dev->cc_minor, dev->sm_count,
-                     dev->memory_bytes / 1073741824.0);
-}
-
 namespace {
 
 // The coder's CUTLASS/CuTe tools, when a CUTLASS is found: search (the index is brought up to
@@ -465,25 +411,23 @@ void add_code_tools(agent::CoderTools& tools, const CommonFlags& common) {
 
 }  // namespace
 
-agent::CoderTools draft_tools(build::Builder& drafts, const fs::path& run_dir, const task::Task& task,
-                              const CommonFlags& common) {
-  agent::CoderTools tools;
-  add_code_tools(tools, common);
-  auto count = std::make_shared<int>(0);
-  tools.compile_check = [&drafts, run_dir, libs = task.candidate_libraries, count](const std::string& source) {
-    const fs::path draft = run_dir / "drafts" / fmt::format("draft-{}.cu", ++*count);
-    std::error_code ec;
-    fs::create_directories(draft.parent_path(), ec);
-    if (!write_file(draft.string(), source).ok()) return std::string("could not write the draft");
-    auto r = drafts.build(build::BuildRequest{draft, libs, {}});
-    if (!r.ok()) return "not built: " + r.error().message;
-    if (!r->ok) {
-      const std::string summary = build::summarize_diagnostics(r->diagnostics, 5);
-      return "compile errors:\n" + (summary.empty() ? r->log : summary);
-    }
-    return fmt::format("compiled. ptxas: {}", r->log.empty() ? "(no report)" : r->log);
-  };
-  return tools;
+Result<std::unique_ptr<driver::JudgeBench>> open_loop_bench(const task::Task& task, const std::string& task_path,
+                                                            bool feedback, bool offer_tools, const fs::path& run_dir,
+                                                            const CommonFlags& common, const EvalFlags& eval) {
+  ProfileFlags pf;
+  pf.eval = eval;
+  pf.eval.task = task_path;
+  // The setup asks for a candidate (and a native task may have no seed.cu); each analysis names
+  // its own, so this one is never read.
+  pf.eval.candidate = task_path;
+  KP_TRY(std::unique_ptr<ProfileSetup> setup, profile_setup(pf, common, "optimize"));
+  driver::JudgeBenchOptions o;
+  o.feedback = feedback;
+  o.build = build_options(common);
+  add_code_tools(o.code_tools, common);
+  o.offer_tools = offer_tools;
+  o.run_dir = run_dir;
+  return driver::JudgeBench::open(task, std::move(setup), std::move(o));
 }
 
 }  // namespace kp::cli

@@ -18,6 +18,7 @@
 #include "driver/generate_session.h"
 #include "driver/judge.h"
 #include "driver/profile_session.h"
+#include "driver/workbench.h"
 #include "verdict/eval_options.h"
 #include "eval/evaluator.h"
 #include "eval/worker_client.h"
@@ -79,15 +80,7 @@ int print_verdict(const task::Task& task, const eval::EvalResult& result, bool j
 // and how to go on (`resume`, a command).
 std::string gpu_held_note(const std::string& what, const std::string& resume);
 
-// What `profile` and `analyze` share (and analyze_feedback below): the task, the candidate, the
-// scratch folder and the session's options.
-struct ProfileSetup {
-  task::Task task;
-  std::filesystem::path candidate;
-  std::optional<sys::TempDir> scratch;
-  std::unique_ptr<profile::CalibrationStore> store;
-  driver::ProfileSessionOptions options;
-};
+using driver::ProfileSetup;  // what `profile` and `analyze` share (driver/workbench.h)
 // The task (native or KernelBench), the candidate, a scratch folder and the profile session's
 // options from `flags`; `command` names the subcommand in messages and in the scratch folder's
 // name. Errors (a task that does not load, no candidate for a KernelBench problem, a bad
@@ -97,27 +90,14 @@ Result<std::unique_ptr<ProfileSetup>> profile_setup(const ProfileFlags& flags, c
 
 // ---- the model side of generate and optimize ---------------------------------------------------
 
-// The judge of a model run (generate, optimize with a model): `judge` measures every candidate
-// once and profiles it for the feedback on the same worker, a KernelBench problem's own PyTorch
-// reference as its seed too (under driver::Judge::SeedScope: library_only_ok). `profile` holds
-// the analysis options (profiler, ceilings, scratch) made once for the run. With `feedback` the
-// worker prewarms the stage-1 counters.
-struct LoopJudges {
-  std::unique_ptr<ProfileSetup> profile;
-  std::unique_ptr<driver::Judge> judge;  // the loop's one worker: its seed, its children, their analyses
-  bool feedback = true;
-};
-Result<std::unique_ptr<LoopJudges>> loop_judges(const std::string& task_path, bool feedback, const CommonFlags& common,
-                                                const EvalFlags& eval);
-
-// A candidate's analysis as the prompts get it: the measured lines (the verdict's own: the judge
-// profiles the candidate it judged, without evaluating it again), then the feedback text of
-// `kernelpro analyze` (with `extra_tools` run too), and the tools that made it. An error when it
-// did not pass the check. `judge`: the loop's judge, or its root() for a KernelBench reference
-// seed.
-Result<driver::Analysis> analyze_feedback(driver::Judge& judge, const ProfileSetup& setup,
-                                          const std::filesystem::path& candidate, const std::filesystem::path& cu,
-                                          const std::vector<std::string>& extra_tools);
+// The workbench of a model run (generate, optimize with a model): one judge that measures every
+// candidate once and profiles it for the feedback on the same worker, a KernelBench problem's own
+// PyTorch reference as its seed too; the analysis options made once for the run from the flags;
+// the coder's tools (drafts into RUN_DIR/drafts, CUTLASS search when a CUTLASS is found).
+Result<std::unique_ptr<driver::JudgeBench>> open_loop_bench(const task::Task& task, const std::string& task_path,
+                                                            bool feedback, bool offer_tools,
+                                                            const std::filesystem::path& run_dir,
+                                                            const CommonFlags& common, const EvalFlags& eval);
 
 // The model side of a run: provider, client (its cache and call log in RUN_DIR), prompts and
 // the roles. `resume_hint`: the command that continues the run, for the manual provider's note.
@@ -149,12 +129,5 @@ void write_call_log(const llm::LlmClient& client, const std::filesystem::path& f
 // that the analyst, planner and coder see which kernels torch runs for it and what bounds them.
 // Writes RUN_DIR/reference_as_candidate.py and sets task.seed_path to it.
 Status reference_as_seed(task::Task& task, const std::filesystem::path& run_dir);
-// The GPU in words for the prompts, or what stands in for it on a machine without one.
-std::optional<std::string> gpu_words(eval::Evaluator& evaluator);
-// The coder's compile_check: a draft built by `drafts` into RUN_DIR/drafts/draft-N.cu, answered
-// with the compile errors (cut to what matters) or ptxas' report; and the CUTLASS tools.
-// `drafts` must outlive the tools.
-agent::CoderTools draft_tools(build::Builder& drafts, const std::filesystem::path& run_dir, const task::Task& task,
-                              const CommonFlags& common);
 
 }  // namespace kp::cli

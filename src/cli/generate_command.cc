@@ -9,12 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/rule_tool.h"
-#include "build/builder.h"
 #include "cli/cli_support.h"
 #include "cli/commands.h"
 #include "driver/analyze_session.h"
 #include "driver/generate_session.h"
-#include "eval/evaluator.h"
 #include "task/kernelbench_loader.h"
 #include "task/native_task_loader.h"
 
@@ -47,32 +45,16 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
   agent::Agents& agents = *(*setup)->agents;
   const agent::AgentOptions& aopts = (*setup)->options;
 
-  auto judges = loop_judges(flags.task, true, common, flags.eval);
-  if (!judges.ok()) return exit_for(judges.error());
-  LoopJudges& j = **judges;
-  build::Builder drafts(build_options(common));
-  const agent::CoderTools tools = draft_tools(drafts, run_dir, *task, common);
-
-  driver::GenerateHooks hooks;
   // One judge measures each candidate once; the analysis profiles it on the same worker.
-  hooks.evaluate = [&](const fs::path& cu, const fs::path& py) -> Result<eval::EvalResult> {
-    if (kernelbench) return j.judge->evaluate(*task, py, cu);
-    return j.judge->evaluate(*task, cu);
-  };
-  hooks.analyze = [&](const fs::path& cu, const fs::path& py, const std::vector<std::string>& extra) {
-    const bool reference_seed = kernelbench && task->seed_path && py == *task->seed_path;
-    std::optional<driver::Judge::SeedScope> seed;
-    if (reference_seed) seed.emplace(*j.judge);
-    return analyze_feedback(*j.judge, *j.profile, kernelbench ? py : cu, kernelbench ? cu : fs::path(), extra);
-  };
-  if (auto listed = driver::list_tools(analysis::default_rule_dirs()); listed.ok())
-    for (const auto& t : *listed) hooks.tool_offers.push_back({t.value("name", ""), t.value("about", ""), false});
-  hooks.progress = [&](const std::string& line) {
+  auto bench = open_loop_bench(*task, flags.task, true, aopts.tools, run_dir, common, flags.eval);
+  if (!bench.ok()) return exit_for(bench.error());
+  driver::LoopControls controls;
+  controls.progress = [&](const std::string& line) {
     if (!common.json) std::fprintf(stderr, "kernelpro: %s\n", line.c_str());
   };
   driver::GenerateOptions go;
   go.run_dir = run_dir;
-  if (auto words = gpu_words(j.judge->evaluator())) {
+  if (auto words = (*bench)->gpu_in_words()) {
     go.gpu = *words;
   } else {
     const std::string arch = common.arch.empty() ? std::string("sm_90a") : common.arch;
@@ -81,7 +63,7 @@ int run_generate(const GenerateFlags& flags, const CommonFlags& common) {
   }
   go.max_debug_rounds = flags.max_debug;
   go.direction = flags.direction;
-  auto report = driver::run_generate(*task, agents, hooks, go, aopts.tools ? &tools : nullptr);
+  auto report = driver::run_generate(*task, agents, **bench, controls, go);
 
   write_call_log(client, run_dir / "llm_calls.jsonl");
 

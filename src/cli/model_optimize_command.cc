@@ -10,14 +10,9 @@
 
 #include <fmt/format.h>
 
-#include "build/builder.h"
 #include "cli/cli_support.h"
 #include "cli/commands.h"
 #include "driver/model_search.h"
-#include "eval/evaluator.h"
-#include "profile/profiler.h"
-#include "eval/result_json.h"
-#include "report/eval_report.h"
 #include "task/kernelbench_loader.h"
 #include "task/native_task_loader.h"
 
@@ -112,53 +107,13 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   // in-flight children's prompts at once and a resume asks the same ones (OptimizeOptions::waves).
   o.waves = (*setup)->provider->kind() == "manual";
 
-  auto judges = loop_judges(flags.task, flags.feedback != "none", common, flags.eval);
-  if (!judges.ok()) return exit_for(judges.error());
-  LoopJudges& j = **judges;
-  build::Builder drafts(build_options(common));
-  const agent::CoderTools tools = draft_tools(drafts, o.run_dir, *task, common);
-
-  bool tty = false;
-  driver::ModelSearchHooks hooks;
-  hooks.progress = progress_printer(common, &tty);
-  // The build lane of the pipeline compiles native candidates into the cache the evaluator reads.
-  build::Builder ahead(build_options(common));
-  // With feedback on, it also starts disassembling what it built (profile::Profiler::prefetch_sass,
-  // on a thread of its own): the analysis then finds the SASS ready, or nearly, instead of
-  // waiting for cuobjdump after the counters. The seed, which no build lane sees, is built and
-  // prefetched the same way just before its first evaluation (which then finds it built).
-  const bool feedback = flags.feedback != "none";
-  auto build_ahead = [&, feedback](const fs::path& cu) -> double {
-    auto built = ahead.build(build::BuildRequest{cu, task->candidate_libraries, {}});
-    if (feedback && built.ok() && built->ok) profile::Profiler::prefetch_sass(j.profile->options.profiler.sass, built->artifact);
-    return built.ok() ? built->seconds : 0.0;
-  };
   // One judge measures each candidate once; the feedback profiles it on the same worker.
-  hooks.evaluate = [&](const fs::path& cu, const fs::path& py, bool root) -> Result<eval::EvalResult> {
-    if (!kernelbench && root && feedback) {
-      const double seed_build_s = build_ahead(cu);
-      auto r = j.judge->evaluate(*task, cu);
-      if (r.ok()) r->build_seconds += seed_build_s;  // the seed's nvcc, counted as its evaluation's
-      return r;
-    }
-    if (!kernelbench) return j.judge->evaluate(*task, cu);
-    std::optional<driver::Judge::SeedScope> seed;
-    if (root) seed.emplace(*j.judge);
-    return j.judge->evaluate(*task, py, cu);
-  };
-  hooks.analyze = [&](const fs::path& cu, const fs::path& py, bool root) {
-    std::optional<driver::Judge::SeedScope> seed;
-    if (kernelbench && root) seed.emplace(*j.judge);
-    return analyze_feedback(*j.judge, *j.profile, kernelbench ? py : cu, kernelbench ? cu : fs::path(), {});
-  };
-  hooks.record = [&](const eval::EvalResult& r) { return eval::result_to_json(*task, r).dump(); };
-  hooks.interrupted = [] { return g_model_interrupted.load(); };
-  hooks.llm_spent = [&] { return client.spent(); };
-  hooks.llm_budget_spent = [&] { return client.budget_exhausted(); };
-  if ((*setup)->options.tools) hooks.tools = &tools;
-  if (!kernelbench) hooks.prebuild = [&](const fs::path& cu) { (void)build_ahead(cu); };
-
-  if (auto words = gpu_words(j.judge->evaluator())) {
+  auto bench = open_loop_bench(*task, flags.task, flags.feedback != "none", (*setup)->options.tools, o.run_dir, common,
+                               flags.eval);
+  if (!bench.ok()) return exit_for(bench.error());
+  bool tty = false;
+  driver::LoopControls controls{progress_printer(common, &tty), [] { return g_model_interrupted.load(); }};
+  if (auto words = (*bench)->gpu_in_words()) {
     o.gpu = *words;
   } else {
     const std::string arch = common.arch.empty() ? std::string("sm_90a") : common.arch;
@@ -166,7 +121,7 @@ int run_model_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
   }
   g_model_interrupted = false;
   auto previous = std::signal(SIGINT, on_model_sigint);
-  auto report = driver::run_model_optimize(*task, *(*setup)->agents, hooks, o);
+  auto report = driver::run_model_optimize(*task, *(*setup)->agents, **bench, controls, o);
   std::signal(SIGINT, previous);
   if (tty) std::fprintf(stderr, "\n");
   write_call_log(client, o.run_dir / "llm_calls.jsonl");

@@ -10,13 +10,9 @@
 
 #include <fmt/format.h>
 
-#include "build/builder.h"
 #include "cli/cli_support.h"
 #include "cli/commands.h"
-#include "driver/judge.h"
 #include "driver/optimize_session.h"
-#include "eval/result_json.h"
-#include "report/eval_report.h"
 #include "task/native_task_loader.h"
 
 namespace kp::cli {
@@ -68,23 +64,15 @@ int run_optimize(const OptimizeFlags& flags, const CommonFlags& common) {
 
   auto scratch = make_scratch("kernelpro-optimize-", common.keep_scratch);
   if (!scratch.ok()) return exit_for(scratch.error());
-  driver::Judge judge(loop_evaluator_options(common, flags.eval, false, scratch->path()));
-
+  // Points compiled ahead with a builder of their own over the same cache and flags as the judge's.
+  auto bench = driver::JudgeBench::open_for_tuning(*task, loop_evaluator_options(common, flags.eval, false, scratch->path()),
+                                                   build_options(common));
   bool tty = false;
-  driver::OptimizeHooks hooks;
-  hooks.progress = progress_printer(common, &tty);
-  hooks.evaluate = [&](const fs::path& cu) { return judge.evaluate(*task, cu); };
-  hooks.record = [&](const eval::EvalResult& r) { return eval::result_to_json(*task, r).dump(); };
-  // Compiling ahead, with a builder of its own over the same cache and flags as the evaluator's.
-  build::Builder ahead(build_options(common));
-  hooks.prebuild = [&](const fs::path& cu) {
-    (void)ahead.build(build::BuildRequest{cu, task->candidate_libraries, {}});
-  };
-  hooks.interrupted = [] { return g_interrupted.load(); };
+  driver::LoopControls controls{progress_printer(common, &tty), [] { return g_interrupted.load(); }};
 
   g_interrupted = false;
   auto previous = std::signal(SIGINT, on_sigint);
-  auto report = driver::run_optimize(*task, hooks, o);
+  auto report = driver::run_optimize(*task, *bench, controls, o);
   std::signal(SIGINT, previous);
   if (tty) std::fprintf(stderr, "\n");
   if (!report.ok()) return exit_for(report.error());

@@ -163,20 +163,19 @@ Status save_verdict(const fs::path& file, const Verdict& v) {
 // The seed's analysis, then the analyst's tools on it, each step kept in `file` as it is done.
 // Returns why the session must stop here (empty: go on).
 Result<std::string> settle_facts(const task::Task& task, const agent::TaskBrief& brief, agent::Agents& agents,
-                                 const GenerateHooks& hooks, const GenerateOptions& o, const fs::path& file,
-                                 SessionFacts& facts) {
-  auto say = [&](const std::string& s) {
-    if (hooks.progress) hooks.progress(s);
-  };
+                                 Workbench& bench, const LoopControls& controls, const GenerateOptions& o,
+                                 const fs::path& file, SessionFacts& facts) {
+  auto say = [&](const std::string& s) { controls.say(s); };
   auto keep = [&]() { return write_file(file.string(), facts.to_json().dump(2) + "\n"); };
   auto analyze_seed_with = [&](const std::vector<std::string>& extra) {
     const fs::path& seed = *task.seed_path;
-    return task.kind == task::TaskKind::kNative ? hooks.analyze(seed, {}, extra) : hooks.analyze({}, seed, extra);
+    return task.kind == task::TaskKind::kNative ? bench.analyze({seed, {}, true}, extra)
+                                                : bench.analyze({{}, seed, true}, extra);
   };
   // Done once, where the run starts: a run started without a GPU keeps its seed unprofiled, so
   // that resuming it on one asks the questions already answered.
   if (!facts.seed_analyzed) {
-    if (facts.feedback.empty() && o.analyze_seed && task.seed_path && hooks.analyze) {
+    if (facts.feedback.empty() && o.analyze_seed && task.seed_path && bench.analyzes()) {
       say("analyze: profiling the seed, for the coder");
       if (auto a = analyze_seed_with({})) {
         facts.seed_feedback = a->feedback;
@@ -191,8 +190,8 @@ Result<std::string> settle_facts(const task::Task& task, const agent::TaskBrief&
   }
   if (facts.tools_chosen) return std::string();
   // The analyst informs the plan: with a direction given, there is none to make.
-  if (!facts.seed_feedback.empty() && !hooks.tool_offers.empty() && o.direction.empty() && o.plan) {
-    std::vector<agent::ToolOffer> offers = hooks.tool_offers;
+  std::vector<agent::ToolOffer> offers = bench.tool_offers();
+  if (!facts.seed_feedback.empty() && !offers.empty() && o.direction.empty() && o.plan) {
     for (auto& t : offers)
       t.ran = std::find(facts.seed_tools.begin(), facts.seed_tools.end(), t.name) != facts.seed_tools.end();
     say("analyst: choosing extra tools for the seed");
@@ -222,11 +221,9 @@ bool retryable(eval::Outcome o) {
 
 }  // namespace
 
-Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agents, const GenerateHooks& hooks,
-                                    const GenerateOptions& o, const agent::CoderTools* tools) {
-  auto say = [&](const std::string& s) {
-    if (hooks.progress) hooks.progress(s);
-  };
+Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agents, Workbench& bench,
+                                    const LoopControls& controls, const GenerateOptions& o) {
+  auto say = [&](const std::string& s) { controls.say(s); };
   std::error_code ec;
   fs::create_directories(o.run_dir, ec);
   if (ec) return make_error(ErrorCode::kIo, fmt::format("creating {}: {}", o.run_dir.string(), ec.message()));
@@ -242,7 +239,7 @@ Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agent
   auto brief = task_brief(task, facts.gpu);
   if (!brief) return brief.error();
   GenerateReport report;
-  auto settled = settle_facts(task, *brief, agents, hooks, o, facts_file, facts);
+  auto settled = settle_facts(task, *brief, agents, bench, controls, o, facts_file, facts);
   if (!settled) return settled.error();
   if (!settled->empty()) {
     report.note = *settled;
@@ -262,7 +259,7 @@ Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agent
     say("planner: " + report.direction);
   }
   say("coder: writing a candidate");
-  auto written = agents.write(*brief, report.direction, feedback, tools);
+  auto written = agents.write(*brief, report.direction, feedback, bench.coder_tools());
   if (!written) return written.error();
   agent::CandidateFiles files = written->files;
   GenerateAttempt attempt{"coder", {}, eval::Outcome::kNotRun, "", 0, written->repairs, written->tool_calls};
@@ -281,7 +278,7 @@ Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agent
       say(fmt::format("{}: {} holds its verdict from an earlier run", attempt.role, attempt.dir.string()));
     } else {
       say(fmt::format("{}: evaluating {}", attempt.role, attempt.dir.string()));
-      auto result = hooks.evaluate(cu, py);
+      auto result = bench.evaluate({cu, py, false});
       if (!result) return result.error();
       v = Verdict{sha,
                   result->outcome,
@@ -289,8 +286,8 @@ Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agent
                   result->speedup_vs_reference,
                   result->outcome == eval::Outcome::kOk ? "" : failure_diagnostics(*result),
                   ""};
-      if (v.outcome == eval::Outcome::kOk && hooks.analyze) {
-        auto a = hooks.analyze(cu, py, {});
+      if (v.outcome == eval::Outcome::kOk && bench.analyzes()) {
+        auto a = bench.analyze({cu, py, false}, {});
         if (a)
           v.analysis = a->feedback;
         else

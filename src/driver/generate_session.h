@@ -30,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/agents.h"
+#include "driver/workbench.h"
 #include "eval/evaluator.h"
 #include "task/task.h"
 
@@ -41,38 +42,14 @@ struct GenerateOptions {
   std::string direction;          // what to change (empty: the coder chooses)
   std::string feedback;           // the analysis of the current best, when known
   std::string gpu;                // the GPU in words, for the prompts
-  // With a seed and no feedback: analyze the seed first (hooks.analyze), so the coder starts
+  // With a seed and no feedback: analyze the seed first (bench.analyze), so the coder starts
   // from its numbers. Needs a GPU; skipped when the analysis fails.
   bool analyze_seed = true;
   // With feedback and no direction: the planner picks the direction first.
   bool plan = true;
 };
 
-struct Analysis {
-  std::string feedback;                // the feedback operator's text
-  std::vector<std::string> tools_run;  // the tools that made it
-  std::string bottleneck_class;        // the roofline class ("memory-bound", ...); empty if unknown
-  // The measured lines and the raw counter values, without the tools' findings: what the
-  // search's "raw-metrics" feedback ablation gives the model instead of `feedback`.
-  std::string raw_metrics;
-  // Where the analysis's time went, seconds, by part of the profile ("sass", "counters",
-  // "trace", "stage2"; the verdict it reuses is not among them). "sass" runs alongside the
-  // counters; "sass_wait" is what it added to the analysis's wall time.
-  std::map<std::string, double> seconds;
-};
 
-struct GenerateHooks {
-  // Evaluates the candidate files (native: cu; KernelBench: py and cu, cu may be empty).
-  std::function<Result<eval::EvalResult>(const std::filesystem::path& cu, const std::filesystem::path& py)> evaluate;
-  // `kernelpro analyze` on a candidate (native: cu; KernelBench: py and cu), running `extra`
-  // tools beside those its evidence calls for.
-  std::function<Result<Analysis>(const std::filesystem::path& cu, const std::filesystem::path& py,
-                                 const std::vector<std::string>& extra)>
-      analyze;
-  // The tools the analyst may ask for (all of analyze's); none: the analyst is not asked.
-  std::vector<agent::ToolOffer> tool_offers;
-  std::function<void(const std::string&)> progress;  // one line per step; may be empty
-};
 
 struct GenerateAttempt {
   std::string role;  // "coder" or "debugger"
@@ -101,7 +78,8 @@ Result<agent::TaskBrief> task_brief(const task::Task& task, const std::string& g
 // else the reason, the worker's stderr tail and the check's numbers.
 std::string failure_diagnostics(const eval::EvalResult& result);
 
-Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agents, const GenerateHooks& hooks,
-                                    const GenerateOptions& options, const agent::CoderTools* tools = nullptr);
+// `bench` evaluates, analyzes and offers the coder's tools and the analyst's (driver/workbench.h).
+Result<GenerateReport> run_generate(const task::Task& task, agent::Agents& agents, Workbench& bench,
+                                    const LoopControls& controls, const GenerateOptions& options);
 
 }  // namespace kp::driver

@@ -1,5 +1,5 @@
 // The generate flow with the model behind a real loopback server (OpenAI wire format) and the
-// evaluator's verdicts given by the hooks: a GPU's outcomes (ok, incorrect) cannot be produced
+// evaluator's verdicts given by a fake workbench: a GPU's outcomes (ok, incorrect) cannot be produced
 // on a CPU, and the flow around them is what is under test here. The real evaluator is used
 // by tests/e2e/generate_e2e_test.cc.
 #include "driver/generate_session.h"
@@ -10,6 +10,7 @@
 #include "sys/temp_dir.h"
 #include "task/native_task_loader.h"
 #include "tests/support/fake_llm_server.h"
+#include "tests/support/fake_workbench.h"
 #include "tests/support/paths.h"
 #include "util/strings.h"
 
@@ -46,8 +47,9 @@ TEST(GenerateSession, AnalystAndPlannerReadTheSeedsAnalysisThenTheDebuggerFixesA
 
   int evaluations = 0;
   std::vector<fs::path> analyzed;
-  GenerateHooks hooks;
-  hooks.evaluate = [&](const fs::path& cu, const fs::path&) -> Result<eval::EvalResult> {
+  testing::FakeWorkbench bench;
+  bench.on_evaluate = [&](const CandidatePaths& c) -> Result<eval::EvalResult> {
+    const fs::path& cu = c.cu;
     eval::EvalResult r;
     EXPECT_TRUE(fs::exists(cu));
     if (++evaluations == 1) {
@@ -69,18 +71,19 @@ TEST(GenerateSession, AnalystAndPlannerReadTheSeedsAnalysisThenTheDebuggerFixesA
     return r;
   };
   std::vector<std::vector<std::string>> extras;
-  hooks.analyze = [&](const fs::path& cu, const fs::path&, const std::vector<std::string>& extra) -> Result<Analysis> {
+  bench.on_analyze = [&](const CandidatePaths& c, const std::vector<std::string>& extra) -> Result<Analysis> {
+    const fs::path& cu = c.cu;
     analyzed.push_back(cu);
     extras.push_back(extra);
     if (!extra.empty())
       return Analysis{"MAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof; stalls: long scoreboard", {}, "", "", {}};
     return Analysis{"MAIN BOTTLENECK: memory-bound, DRAM at 71% of its roof", {"roofline_headroom"}, "", "", {}};
   };
-  hooks.tool_offers = {{"roofline_headroom", "the roof"}, {"warp_stalls", "why warps wait"}};
+  bench.offers = {{"roofline_headroom", "the roof"}, {"warp_stalls", "why warps wait"}};
   GenerateOptions o;
   o.run_dir = dir.path() / "run";
   o.gpu = "NVIDIA H200";
-  auto report = run_generate(*task, agents, hooks, o);
+  auto report = run_generate(*task, agents, bench, {}, o);
   ASSERT_TRUE(report.ok()) << report.error().message;
   EXPECT_EQ(report->direction, "float4 loads and a grid-stride loop (why: DRAM at 71%)");
   ASSERT_EQ(report->attempts.size(), 2u);
@@ -122,7 +125,7 @@ TEST(GenerateSession, AnalystAndPlannerReadTheSeedsAnalysisThenTheDebuggerFixesA
   llm::LlmClient again(*provider, copts, {[](double) {}, [] { return 0.5; }, nullptr});
   agent::Agents agents2(again, *prompts, "m", {.tools = false});
   o.gpu = "no GPU here";
-  auto resumed = run_generate(*task, agents2, hooks, o);
+  auto resumed = run_generate(*task, agents2, bench, {}, o);
   ASSERT_TRUE(resumed.ok()) << resumed.error().message;
   EXPECT_EQ(server.requests().size(), 4u) << "every call answered from the cache";
   EXPECT_EQ(evaluations, 2);
@@ -133,7 +136,7 @@ TEST(GenerateSession, AnalystAndPlannerReadTheSeedsAnalysisThenTheDebuggerFixesA
   ASSERT_TRUE(
       write_file((o.run_dir / "attempt-2" / "verdict.json").string(), R"({"files_sha": "another", "outcome": "ok"})")
           .ok());
-  auto third = run_generate(*task, agents2, hooks, o);
+  auto third = run_generate(*task, agents2, bench, {}, o);
   ASSERT_TRUE(third.ok());
   EXPECT_EQ(evaluations, 3);
 }
@@ -163,17 +166,17 @@ TEST(GenerateSession, AnAnalystsToolsWaitForAGpu) {
   o.gpu = "no GPU here";
   o.analyze_seed = false;
   int calls = 0;
-  GenerateHooks hooks;
-  hooks.evaluate = [&](const fs::path&, const fs::path&) -> Result<eval::EvalResult> {
+  testing::FakeWorkbench bench;
+  bench.on_evaluate = [&](const CandidatePaths&) -> Result<eval::EvalResult> {
     ++calls;
     return eval::EvalResult{};
   };
-  hooks.analyze = [&](const fs::path&, const fs::path&, const std::vector<std::string>&) -> Result<Analysis> {
+  bench.on_analyze = [&](const CandidatePaths&, const std::vector<std::string>&) -> Result<Analysis> {
     ++calls;
     return Analysis{};
   };
-  hooks.tool_offers = {{"roofline_headroom", "the roof"}, {"warp_stalls", "why warps wait"}};
-  auto report = run_generate(*task, agents, hooks, o);
+  bench.offers = {{"roofline_headroom", "the roof"}, {"warp_stalls", "why warps wait"}};
+  auto report = run_generate(*task, agents, bench, {}, o);
   ASSERT_TRUE(report.ok()) << report.error().message;
   EXPECT_EQ(report->outcome, eval::Outcome::kNotRun);
   EXPECT_EQ(report->note, "the analyst's tools (warp_stalls) profile the seed, which needs a GPU");

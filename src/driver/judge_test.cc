@@ -193,7 +193,7 @@ TEST(LoopMetrics, TheProbesLoopFileIsTheLoopsRequest) {
   EXPECT_EQ(names, want) << "regenerate tests/data/cupti/loop_metrics.txt:\n" << join(want, "\n");
 }
 
-// The model loop's analysis (cli: loop_judges): stage 1 and every tool's metrics in one request,
+// The model loop's analysis (driver::JudgeBench::open): stage 1 and every tool's metrics in one request,
 // one metric list for every candidate, so the worker keeps one warm Range Profiler session.
 TEST_F(JudgeTest, TheLoopsAnalysisAsksForStageOneAndEveryToolsMetricsInOneRequest) {
   Judge judge(options());

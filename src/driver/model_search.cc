@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "driver/pipeline.h"
+#include "eval/result_json.h"
 #include "driver/prompt_context.h"
 #include "driver/run_ledger.h"
 #include "search/strategy.h"
@@ -46,19 +47,21 @@ void not_profiled(OptimizeReport& report, NodeFacts& f, const std::string& why,
 
 class ModelLoop {
  public:
-  ModelLoop(const task::Task& task, agent::Agents& agents, const ModelSearchHooks& hooks, const OptimizeOptions& o,
+  ModelLoop(const task::Task& task, agent::Agents& agents, Workbench& bench, const LoopControls& controls,
+            const OptimizeOptions& o,
             RunLedger& ledger, KnownVerdicts& verdicts, search::Tree& tree, PromptContext& prompts,
             std::unique_ptr<search::Strategy> strategy)
       : task_(task),
         agents_(agents),
-        hooks_(hooks),
+        bench_(bench),
+        controls_(controls),
         o_(o),
         ledger_(ledger),
         verdicts_(verdicts),
         tree_(tree),
         prompts_(prompts),
         strategy_(std::move(strategy)),
-        spend_(hooks.llm_spent, hooks.llm_budget_spent),
+        spend_([&c = agents.client()] { return c.spent(); }, [&c = agents.client()] { return c.budget_exhausted(); }),
         pipeline_(pipeline_limits(o.in_flight, o.max_evaluations)) {}
 
   // Runs until the strategy, the budget or a stage stops it. Returns why, or the run's error.
@@ -69,9 +72,7 @@ class ModelLoop {
   int64_t reference_candidate = 0;
 
  private:
-  void say(const std::string& s) const {
-    if (hooks_.progress) hooks_.progress(s);
-  }
+  void say(const std::string& s) const { controls_.say(s); }
   std::function<void(const std::string&)> say_fn() const {
     return [this](const std::string& s) { say(s); };
   }
@@ -83,7 +84,7 @@ class ModelLoop {
     }
     return ledger_.status(tree_, just, llm);
   }
-  std::optional<StopReason> over_budget() const { return ledger_.over_budget(spend_.over(), hooks_.interrupted); }
+  std::optional<StopReason> over_budget() const { return ledger_.over_budget(spend_.over(), controls_.interrupted); }
   bool stopping() const { return failure_.has_value() || stopped_here_.has_value() || over_budget().has_value(); }
   // A stage's step cannot finish here: the reason the user must act on first is kept.
   void stop_here(StopReason why) { stopped_here_ = stopped_here_ ? first_to_act_on(*stopped_here_, why) : why; }
@@ -118,7 +119,8 @@ class ModelLoop {
 
   const task::Task& task_;
   agent::Agents& agents_;
-  const ModelSearchHooks& hooks_;
+  Workbench& bench_;
+  const LoopControls& controls_;
   const OptimizeOptions& o_;
   RunLedger& ledger_;
   KnownVerdicts& verdicts_;
@@ -220,7 +222,7 @@ void ModelLoop::start_model(Job& j, const std::string& lessons) {
       say(fmt::format("coder: {} | {}", j.dir.text.substr(0, 100), status()));
       work = [this, job, b, feedback] {
         const auto tl = Clock::now();
-        job->written = agents_.write(b, job->dir.text, feedback, hooks_.tools);
+        job->written = agents_.write(b, job->dir.text, feedback, bench_.coder_tools());
         job->model_s = since(tl);
       };
       break;
@@ -253,7 +255,7 @@ Result<bool> ModelLoop::dispatch() {
     if (Job* j = pipeline_.oldest_in(Stage::kBuild)) {
       pipeline_.start(Stage::kBuild, *j, [this, j] {
         const auto tb = Clock::now();
-        hooks_.prebuild(j->cu);
+        bench_.build_ahead(j->cu);
         j->build_s = since(tb);
       });
       started = true;
@@ -270,12 +272,12 @@ Result<bool> ModelLoop::dispatch() {
       continue;
     }
     say(fmt::format("evaluating candidate {} | {}", j->cand, status()));
-    const bool profile = hooks_.analyze && prompts_.profiles();
+    const bool profile = bench_.analyzes() && prompts_.profiles();
     pipeline_.start(Stage::kGpu, *j, [this, j, profile] {
-      j->result = hooks_.evaluate(j->cu, j->py, false);
+      j->result = bench_.evaluate({j->cu, j->py, false});
       if (profile && *j->result && (*j->result)->outcome == eval::Outcome::kOk) {
         const auto ta = Clock::now();
-        j->analysis = hooks_.analyze(j->cu, j->py, false);
+        j->analysis = bench_.analyze({j->cu, j->py, false}, {});
         j->analyze_s = since(ta);
       }
     });
@@ -392,7 +394,7 @@ Status ModelLoop::take_model(Job& j) {
   KP_TRY(auto paths, ledger_.write_candidate(j.cand, j.files));
   j.cu = paths.cu;
   j.py = paths.py;
-  j.stage = hooks_.prebuild && !j.cu.empty() ? Stage::kBuild : Stage::kGpu;
+  j.stage = bench_.builds_ahead() && !j.cu.empty() ? Stage::kBuild : Stage::kGpu;
   return ok_status();
 }
 
@@ -437,7 +439,7 @@ Status ModelLoop::take_gpu(Job& j) {
                            m.seconds,
                            m.joules,
                            r.speedup_vs_reference,
-                           facts_json(f, hooks_.record ? hooks_.record(r) : "")};
+                           facts_json(f, eval::result_to_json(task_, r).dump())};
   verdicts_.add(j.cand, row, &j.files);
   KP_TRY_STATUS(record(j, row, std::move(f), false));
   pipeline_.drop(j);
@@ -481,12 +483,10 @@ Result<StopReason> ModelLoop::run() {
 
 }  // namespace
 
-Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents& agents, const ModelSearchHooks& hooks,
-                                          const OptimizeOptions& o) {
+Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents& agents, Workbench& bench,
+                                          const LoopControls& controls, const OptimizeOptions& o) {
   const auto t0 = Clock::now();
-  auto say = [&](const std::string& s) {
-    if (hooks.progress) hooks.progress(s);
-  };
+  auto say = [&](const std::string& s) { controls.say(s); };
   KP_TRY(const FeedbackMode feedback, feedback_mode_from_string(o.feedback));
   if (!task.seed_path)
     return make_error(ErrorCode::kInvalidInput,
@@ -505,7 +505,7 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
     say(fmt::format("seed: evaluating {}", task.seed_path->string()));
     KP_TRY(int64_t cand, store.add_candidate(seed_files.cuda, seed_files.python));
     KP_TRY(auto paths, ledger.write_candidate(cand, seed_files));
-    KP_TRY(eval::EvalResult r, hooks.evaluate(paths.cu, paths.py, true));
+    KP_TRY(eval::EvalResult r, bench.evaluate({paths.cu, paths.py, true}));
     ledger.count_evaluation();
     ledger.add_times(r);
     if (eval::is_machine_outcome(r.outcome)) return ledger.stop_at_seed(stop_for(r.outcome));
@@ -515,10 +515,10 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
                                     eval::to_string(r.outcome), r.reason));
     // Profiled for the prompts (not with --feedback none).
     NodeFacts f;
-    if (hooks.analyze && feedback != FeedbackMode::kNone) {
+    if (bench.analyzes() && feedback != FeedbackMode::kNone) {
       const auto ta = Clock::now();
       say("analyze: profiling the seed for the planner");
-      if (auto a = hooks.analyze(paths.cu, paths.py, true)) {
+      if (auto a = bench.analyze({paths.cu, paths.py, true}, {})) {
         add_parts(ledger.report(), *a);
         f.set_analysis(*a);
       } else {
@@ -531,7 +531,7 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
     const std::string memory_lessons =
         memory_lessons_text(o.memory, f.bottleneck_class, task::work_kind(task), o.memory_lessons, say);
     KP_TRY_STATUS(ledger.record_root(task, RunMode::kModel, cand, "the seed", r,
-                                     facts_json(f, hooks.record ? hooks.record(r) : ""),
+                                     facts_json(f, eval::result_to_json(task, r).dump()),
                                      {{"gpu", o.gpu}, {"memory_lessons", memory_lessons}}));
     KP_TRY(rows, store.nodes());
   }
@@ -567,7 +567,7 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
   KP_TRY(auto strategy, search::make_strategy(o.strategy, o.search));
   StopReason stopped;
   {
-    ModelLoop loop(task, agents, hooks, o, ledger, verdicts, tree, prompts, std::move(strategy));
+    ModelLoop loop(task, agents, bench, controls, o, ledger, verdicts, tree, prompts, std::move(strategy));
     loop.reference_candidate = reference_candidate;
     KP_TRY(stopped, loop.run());
   }
@@ -582,10 +582,8 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
   if (!bf.files.cuda.empty()) KP_TRY_STATUS(write_file((o.run_dir / "best.cu").string(), bf.files.cuda));
   if (!bf.files.python.empty()) KP_TRY_STATUS(write_file((o.run_dir / "best.py").string(), bf.files.python));
   json extra = {{"feedback", to_string(feedback)}, {"in_flight", std::max(1, o.in_flight)}};
-  if (hooks.llm_spent) {
-    const llm::Spend s = hooks.llm_spent();
-    extra["llm"] = {{"calls", s.calls}, {"tokens", s.tokens}, {"cost_usd", s.cost_usd}};
-  }
+  const llm::Spend s = agents.client().spent();
+  extra["llm"] = {{"calls", s.calls}, {"tokens", s.tokens}, {"cost_usd", s.cost_usd}};
   if (const auto* v = verdicts.of(bf.candidate))
     extra["verdict"] = json::parse(v->report_json, nullptr, false).value("eval", json::object());
   return ledger.write_summary(task, extra);

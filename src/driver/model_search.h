@@ -32,33 +32,19 @@
 #include "agent/agents.h"
 #include "driver/generate_session.h"
 #include "driver/optimize_session.h"
+#include "driver/workbench.h"
 #include "llm/client.h"
 
 namespace kp::driver {
 
-struct ModelSearchHooks {
-  // Native: cu. KernelBench: py, and cu when the candidate has one. `root`: the seed, which for a
-  // KernelBench problem without one is its reference and may call only library code.
-  std::function<Result<eval::EvalResult>(const std::filesystem::path& cu, const std::filesystem::path& py, bool root)>
-      evaluate;  // required
-  // The feedback on a passing candidate; may be empty (no feedback, as with --feedback none).
-  std::function<Result<Analysis>(const std::filesystem::path& cu, const std::filesystem::path& py, bool root)> analyze;
-  std::function<std::string(const eval::EvalResult&)> record;  // the verdict as JSON, for the store
-  std::function<void(const std::string&)> progress;            // may be empty
-  std::function<bool()> interrupted;                           // Ctrl-C: stop after the step in flight
-  std::function<llm::Spend()> llm_spent;                       // the client's calls, tokens, cost
-  std::function<bool()> llm_budget_spent;                      // the client's budget is used up
-  const agent::CoderTools* tools = nullptr;                    // offered to the coder
-  // Compiles a native candidate into the build cache, so that its evaluation finds it there;
-  // called on the build stage's thread while the GPU measures another. May be empty.
-  std::function<void(const std::filesystem::path& cu)> prebuild;
-};
 
 // stopped (a StopReason by name, driver/run_ledger.h): "budget", "exhausted", "interrupted",
 // "no_gpu" (the step in flight needs a GPU to evaluate), or "pending" (a manual prompt waits for
 // its answer; report.pending says where). The parts: driver/run_ledger.h (store, budget,
 // best.json), driver/pipeline.h (the pipeline), driver/prompt_context.h (what the roles are told).
-Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents& agents, const ModelSearchHooks& hooks,
-                                          const OptimizeOptions& options);
+// `bench` evaluates, analyzes (when it analyzes()) and builds ahead; the LLM's spend and budget
+// are read from the agents' client.
+Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents& agents, Workbench& bench,
+                                          const LoopControls& controls, const OptimizeOptions& options);
 
 }  // namespace kp::driver

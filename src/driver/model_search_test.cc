@@ -1,5 +1,5 @@
 // The model-driven optimize loop with the model behind a real loopback server (OpenAI wire
-// format) or the manual provider's files, and the evaluator's verdicts given by the hooks (a
+// format) or the manual provider's files, and the evaluator's verdicts given by a fake workbench (a
 // GPU's outcomes cannot be produced on a CPU; the loop around them is what is under test).
 #include "driver/model_search.h"
 
@@ -19,6 +19,7 @@
 #include "sys/temp_dir.h"
 #include "task/native_task_loader.h"
 #include "tests/support/fake_llm_server.h"
+#include "tests/support/fake_workbench.h"
 #include "tests/support/paths.h"
 #include "util/strings.h"
 
@@ -85,11 +86,11 @@ struct FakeGpu {
                     "RAW dram__throughput = 71 % (" + marker + ")",
                     {{"counters", 0.25}, {"sass", 0.125}}};
   }
-  ModelSearchHooks hooks() {
-    ModelSearchHooks h;
-    h.evaluate = [this](const fs::path& cu, const fs::path&, bool) { return evaluate(cu); };
-    h.analyze = [this](const fs::path& cu, const fs::path&, bool) { return analyze(cu); };
-    return h;
+  testing::FakeWorkbench bench() {
+    testing::FakeWorkbench b;
+    b.on_evaluate = [this](const CandidatePaths& c) { return evaluate(c.cu); };
+    b.on_analyze = [this](const CandidatePaths& c, const std::vector<std::string>&) { return analyze(c.cu); };
+    return b;
   }
 };
 
@@ -131,7 +132,8 @@ struct ServedModel {
 Result<OptimizeReport> run_manually(llm::Provider& provider, Harness& h, FakeGpu& gpu, const OptimizeOptions& o) {
   llm::LlmClient client(provider, {});
   agent::Agents agents(client, h.prompts, "m", {.tools = false});
-  return run_model_optimize(h.task, agents, gpu.hooks(), o);
+  auto bench = gpu.bench();
+  return run_model_optimize(h.task, agents, bench, {}, o);
 }
 
 // A planner that always answers direction "d", a coder that always writes FAST.
@@ -165,13 +167,12 @@ TEST(ModelSearch, PlansWritesRepairsLearnsAndMeasuresADuplicateOnce) {
   llm::LlmClient& client = *model.client;
   agent::Agents& agents = *model.agents;
   FakeGpu gpu;
-  auto hooks = gpu.hooks();
-  hooks.llm_spent = [&] { return client.spent(); };
+  auto bench = gpu.bench();
   OptimizeOptions o = h.options();
   o.strategy = "greedy";  // greedy repairs a failure at once: a fixed order of prompts ...
   o.in_flight = 1;        // ... when each child is measured before the next is asked for
   o.max_evaluations = 5;  // the seed, BROKEN, FIXED, FAST, FASTER; FAST written again costs none
-  auto report = run_model_optimize(h.task, agents, hooks, o);
+  auto report = run_model_optimize(h.task, agents, bench, {}, o);
   ASSERT_TRUE(report.ok()) << report.error().message;
   EXPECT_EQ(report->stopped, "budget");
   EXPECT_EQ(report->evaluated, 5);
@@ -240,7 +241,7 @@ TEST(ModelSearch, PlansWritesRepairsLearnsAndMeasuresADuplicateOnce) {
   o2.strategy = "greedy";
   o2.max_evaluations = 2;
   plans = 0;
-  auto second = run_model_optimize(h2.task, agents, hooks, o2);
+  auto second = run_model_optimize(h2.task, agents, bench, {}, o2);
   ASSERT_TRUE(second.ok()) << second.error().message;
   const std::string last_planner = user_text(server.requests()[server.requests().size() - 2].body);
   EXPECT_NE(last_planner.find("From earlier runs:\n- [gelu] direction 2: ok, 0.56x the time of its parent "
@@ -268,28 +269,28 @@ TEST(ModelSearch, TheModelWritesTheNextCandidateWhileTheGpuMeasuresOne) {
       return {.body = openai_completion(kernel("FAST" + m[1].str()))};
     });
     FakeGpu gpu;
-    auto hooks = gpu.hooks();
+    auto bench = gpu.bench();
     // While the GPU measures child k (k = 1, 2) the model must be writing child k + 1: the
     // evaluation waits for that coder request (up to 30 s with two in flight, however loaded the
     // machine; 0.2 s with one, where it can only come after this evaluation). The count, not the
     // timing, is what is asserted, so a slow machine cannot fail it.
     int children = 0, overlapped = 0;
-    hooks.evaluate = [&](const fs::path& cu, const fs::path&, bool root) {
-      if (!root && ++children < 3) {
+    bench.on_evaluate = [&](const CandidatePaths& c) {
+      if (!c.root && ++children < 3) {
         const int next = children + 1;
         const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(in_flight > 1 ? 30000 : 200);
         while (coders.load() < next && std::chrono::steady_clock::now() < until)
           std::this_thread::sleep_for(std::chrono::milliseconds(2));
         if (coders.load() >= next) ++overlapped;
       }
-      return gpu.evaluate(cu);
+      return gpu.evaluate(c.cu);
     };
     std::vector<std::string> prebuilt;
-    hooks.prebuild = [&](const fs::path& cu) { prebuilt.push_back(read_file(cu.string()).value()); };
+    bench.on_build_ahead = [&](const fs::path& cu) { prebuilt.push_back(read_file(cu.string()).value()); };
     OptimizeOptions o = h.options();
     o.in_flight = in_flight;
     o.max_evaluations = 4;  // the seed and three children
-    auto report = run_model_optimize(h.task, *model.agents, hooks, o);
+    auto report = run_model_optimize(h.task, *model.agents, bench, {}, o);
     ASSERT_TRUE(report.ok()) << report.error().message;
     EXPECT_EQ(report->stopped, "budget");
     EXPECT_EQ(report->evaluated, 4);
@@ -323,7 +324,8 @@ TEST(ModelSearch, TheFeedbackSwitchChangesWhatThePlannerSees) {
     OptimizeOptions o = h.options();
     o.feedback = mode;
     o.max_evaluations = 2;
-    auto report = run_model_optimize(h.task, agents, gpu.hooks(), o);
+    auto bench = gpu.bench();
+    auto report = run_model_optimize(h.task, agents, bench, {}, o);
     ASSERT_TRUE(report.ok()) << report.error().message;
     const std::string planner = user_text(server.requests()[0].body);
     EXPECT_EQ(planner.find("MAIN BOTTLENECK"), std::string::npos) << mode;
@@ -339,7 +341,8 @@ TEST(ModelSearch, TheFeedbackSwitchChangesWhatThePlannerSees) {
   FakeGpu gpu;
   OptimizeOptions o = h.options();
   o.feedback = "all";
-  auto bad = run_model_optimize(h.task, agents, gpu.hooks(), o);
+  auto bench = gpu.bench();
+  auto bad = run_model_optimize(h.task, agents, bench, {}, o);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message, "--feedback all: expected tools, raw-metrics or none");
 }
@@ -353,11 +356,12 @@ TEST(ModelSearch, ACandidateWithoutAProfileIsSaidSoAndItsTimeIsStillThere) {
   FakeGpu gpu;
   gpu.profiler_error = "counters: CUPTI_ERROR_HARDWARE_BUSY (another process holds the profiler)";
   std::vector<std::string> log;
-  auto hooks = gpu.hooks();
-  hooks.progress = [&](const std::string& s) { log.push_back(s); };
+  auto bench = gpu.bench();
+  LoopControls controls;
+  controls.progress = [&](const std::string& s) { log.push_back(s); };
   OptimizeOptions o = h.options();
   o.max_evaluations = 2;
-  auto report = run_model_optimize(h.task, *model.agents, hooks, o);
+  auto report = run_model_optimize(h.task, *model.agents, bench, controls, o);
   ASSERT_TRUE(report.ok()) << report.error().message;
   EXPECT_EQ(report->unprofiled, 2) << "the seed and its child";
   EXPECT_NE(report->unprofiled_why.find("CUPTI_ERROR_HARDWARE_BUSY"), std::string::npos);
@@ -389,11 +393,10 @@ TEST(ModelSearch, TheLlmBudgetStopsTheRunWhereItIs) {
   llm::LlmClient& client = *model.client;
   agent::Agents& agents = *model.agents;
   FakeGpu gpu;
-  auto hooks = gpu.hooks();
-  hooks.llm_budget_spent = [&] { return client.budget_exhausted(); };
+  auto bench = gpu.bench();
   OptimizeOptions o = h.options();
   o.max_evaluations = 10;
-  auto report = run_model_optimize(h.task, agents, hooks, o);
+  auto report = run_model_optimize(h.task, agents, bench, {}, o);
   ASSERT_TRUE(report.ok()) << report.error().message;
   EXPECT_EQ(report->stopped, "budget");
   EXPECT_EQ(server.requests().size(), 3u);
@@ -407,17 +410,17 @@ TEST(ModelSearch, AGpuHeldElsewhereStopsTheRunWithoutAVerdictAndItResumes) {
   Harness h;
   ServedModel model(h.prompts, plan_d_write_fast);
   FakeGpu gpu;
-  auto hooks = gpu.hooks();
+  auto bench = gpu.bench();
   OptimizeOptions o = h.options();
   o.max_evaluations = 2;
   // The seed is measured, then the GPU is taken.
-  auto evaluate = hooks.evaluate;
-  hooks.evaluate = [&](const fs::path& cu, const fs::path& py, bool root) {
-    auto r = evaluate(cu, py, root);
+  auto evaluate = bench.on_evaluate;
+  bench.on_evaluate = [&](const CandidatePaths& c) {
+    auto r = evaluate(c);
     gpu.held_elsewhere = true;
     return r;
   };
-  auto first = run_model_optimize(h.task, *model.agents, hooks, o);
+  auto first = run_model_optimize(h.task, *model.agents, bench, {}, o);
   ASSERT_TRUE(first.ok()) << first.error().message;
   EXPECT_EQ(first->stopped, "gpu_unavailable");
   EXPECT_EQ(gpu.evaluations, 1) << "the seed only";
@@ -428,10 +431,10 @@ TEST(ModelSearch, AGpuHeldElsewhereStopsTheRunWithoutAVerdictAndItResumes) {
     EXPECT_EQ(verdicts[0].outcome, "ok");
   }
   gpu.held_elsewhere = false;
-  hooks.evaluate = evaluate;
+  bench.on_evaluate = evaluate;
   o.resume = true;
   o.max_evaluations = 1;
-  auto second = run_model_optimize(h.task, *model.agents, hooks, o);
+  auto second = run_model_optimize(h.task, *model.agents, bench, {}, o);
   ASSERT_TRUE(second.ok()) << second.error().message;
   EXPECT_EQ(second->stopped, "budget");
   EXPECT_EQ(gpu.evaluations, 2) << "the candidate the stop left without a verdict, measured now";
@@ -495,9 +498,9 @@ TEST(ModelSearch, AManualModelStopsAtEachPromptAndTheRunResumesAcrossMachines) {
   EXPECT_NE(refused.error().message.find("add --resume"), std::string::npos);
   // Nor does the offline tuner take over a model's run.
   o.resume = true;
-  OptimizeHooks tuner;
-  tuner.evaluate = [&](const fs::path& cu) { return gpu.evaluate(cu); };
-  auto other = run_optimize(h.task, tuner, o);
+  testing::FakeWorkbench tuner;
+  tuner.on_evaluate = [&](const CandidatePaths& c) { return gpu.evaluate(c.cu); };
+  auto other = run_optimize(h.task, tuner, {}, o);
   ASSERT_FALSE(other.ok());
   EXPECT_NE(other.error().message.find("holds a run of the model-driven search, not of the offline tuner"),
             std::string::npos)

@@ -1,5 +1,6 @@
 #include "driver/optimize_session.h"
 
+#include "eval/result_json.h"
 #include "driver/run_ledger.h"
 
 #include <chrono>
@@ -77,10 +78,11 @@ TunePoint parse_point(const std::string& text) {
 // machine stop, the child just measured).
 class Tuner {
  public:
-  Tuner(const task::Task& task, const OptimizeHooks& hooks, const OptimizeOptions& o, RunLedger& ledger,
+  Tuner(const task::Task& task, Workbench& bench, const LoopControls& controls, const OptimizeOptions& o, RunLedger& ledger,
         const std::string& seed_source, const TuneSpace& space)
       : task_(task),
-        hooks_(hooks),
+        bench_(bench),
+        controls_(controls),
         o_(o),
         ledger_(ledger),
         store_(ledger.store()),
@@ -88,9 +90,7 @@ class Tuner {
         space_(space) {}
 
   store::RunStore& store() { return store_; }
-  void say(const std::string& s) const {
-    if (hooks_.progress) hooks_.progress(s);
-  }
+  void say(const std::string& s) const { controls_.say(s); }
   // The seed evaluated and stored as the root. A report when the run stops at the seed (its
   // evaluation needs the machine), else nothing.
   Result<std::optional<OptimizeReport>> measure_seed();
@@ -112,11 +112,12 @@ class Tuner {
   void join_ahead();
   Status build_ahead(const TunePoint& parent, const TunePoint& now);
   Status write_ahead(const std::vector<TunePoint>& points, std::vector<fs::path>& files);
-  std::optional<StopReason> over_budget() const { return ledger_.over_budget(false, hooks_.interrupted); }
+  std::optional<StopReason> over_budget() const { return ledger_.over_budget(false, controls_.interrupted); }
   void after(const search::Tree& t, int child);
 
   const task::Task& task_;
-  const OptimizeHooks& hooks_;
+  Workbench& bench_;
+  const LoopControls& controls_;
   const OptimizeOptions& o_;
   RunLedger& ledger_;
   store::RunStore& store_;
@@ -140,14 +141,14 @@ Result<eval::EvalResult> Tuner::evaluate_point(const TunePoint& p, bool seed, in
   const std::string source = seed ? seed_source_ : TuneSpace::apply(seed_source_, p);
   KP_TRY(int64_t cand, store_.add_candidate(source, ""));
   KP_TRY(auto file, ledger_.write_candidate(cand, {source, ""}));
-  KP_TRY(eval::EvalResult r, hooks_.evaluate(file.cu));
+  KP_TRY(eval::EvalResult r, bench_.evaluate({file.cu, {}, false}));
   ledger_.count_evaluation();
   ledger_.add_times(r);
   const auto m = measurement_of(r);
   if (node >= 0 && !eval::is_machine_outcome(r.outcome)) {
     KP_TRY_STATUS(store_.record_evaluation(node,
                                            {cand, eval::to_string(r.outcome), r.reason, m.seconds, m.joules,
-                                            r.speedup_vs_reference, hooks_.record ? hooks_.record(r) : "{}"},
+                                            r.speedup_vs_reference, eval::result_to_json(task_, r).dump()},
                                            m.ok, m.seconds, m.joules));
   }
   return r;
@@ -163,7 +164,7 @@ Result<std::optional<OptimizeReport>> Tuner::measure_seed() {
                                                             eval::to_string(r.outcome), r.reason));
   KP_TRY(int64_t cand, store_.add_candidate(seed_source_, ""));
   KP_TRY_STATUS(ledger_.record_root(task_, RunMode::kTuner, cand, TuneSpace::describe(space_.defaults()), r,
-                                    hooks_.record ? hooks_.record(r) : "{}"));
+                                    eval::result_to_json(task_, r).dump()));
   return std::optional<OptimizeReport>();
 }
 
@@ -194,14 +195,14 @@ void Tuner::join_ahead() {
 
 Status Tuner::build_ahead(const TunePoint& parent, const TunePoint& now) {
   join_ahead();
-  if (!hooks_.prebuild || o_.build_ahead <= 0) return ok_status();
+  if (!bench_.builds_ahead() || o_.build_ahead <= 0) return ok_status();
   std::vector<fs::path> files;
   KP_TRY_STATUS(write_ahead(space_.neighbours(parent), files));
   KP_TRY_STATUS(write_ahead(space_.neighbours(now), files));
   if (files.empty()) return ok_status();
-  ahead_ = std::async(std::launch::async, [files, &hooks = hooks_]() {
+  ahead_ = std::async(std::launch::async, [files, &bench = bench_]() {
     const auto ta = Clock::now();
-    for (const auto& f : files) hooks.prebuild(f);
+    for (const auto& f : files) bench.build_ahead(f);
     return std::make_pair(static_cast<int>(files.size()), std::chrono::duration<double>(Clock::now() - ta).count());
   });
   return ok_status();
@@ -318,7 +319,8 @@ Result<OptimizeReport> Tuner::finish(const search::Tree& tree) {
 
 }  // namespace
 
-Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks& hooks, const OptimizeOptions& o) {
+Result<OptimizeReport> run_optimize(const task::Task& task, Workbench& bench, const LoopControls& controls,
+                                    const OptimizeOptions& o) {
   const auto t0 = Clock::now();
   if (!task.seed_path)
     return make_error(
@@ -335,7 +337,7 @@ Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks&
                                   "model; declare some (KP_TUNE(NAME, default, alternatives...)) or configure a model",
                                   task.seed_path->string()));
   KP_TRY(RunLedger ledger, RunLedger::open(task, o, RunMode::kTuner, t0));
-  Tuner tuner(task, hooks, o, ledger, seed_source, space);
+  Tuner tuner(task, bench, controls, o, ledger, seed_source, space);
   KP_TRY(auto rows, tuner.store().nodes());
   if (rows.empty()) {
     KP_TRY(std::optional<OptimizeReport> stopped, tuner.measure_seed());

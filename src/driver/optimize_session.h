@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "driver/workbench.h"
 #include "eval/evaluator.h"
 #include "search/strategy.h"
 #include "task/task.h"
@@ -52,15 +53,6 @@ struct OptimizeOptions {
   int memory_lessons = 8;
 };
 
-struct OptimizeHooks {
-  std::function<Result<eval::EvalResult>(const std::filesystem::path& cu)> evaluate;  // required
-  std::function<void(const std::string&)> progress;                                   // may be empty
-  std::function<bool()> interrupted;                           // Ctrl-C: stop after the evaluation in flight
-  std::function<std::string(const eval::EvalResult&)> record;  // the verdict as JSON, for the store
-  // Compiles a candidate into the build cache (OptimizeOptions::build_ahead); called on another
-  // thread than the rest, one call at a time. May be empty.
-  std::function<void(const std::filesystem::path& cu)> prebuild;
-};
 
 struct OptimizeReport {
   std::string stopped;  // a StopReason by name (driver/run_ledger.h): "budget", "exhausted", ...
@@ -94,6 +86,8 @@ struct OptimizeReport {
 
 // The run's store, budget and summary are the run ledger's (driver/run_ledger.h), shared with
 // the model loop.
-Result<OptimizeReport> run_optimize(const task::Task& task, const OptimizeHooks& hooks, const OptimizeOptions& options);
+// `bench` evaluates each point and compiles the next ones ahead (JudgeBench::open_for_tuning).
+Result<OptimizeReport> run_optimize(const task::Task& task, Workbench& bench, const LoopControls& controls,
+                                    const OptimizeOptions& options);
 
 }  // namespace kp::driver

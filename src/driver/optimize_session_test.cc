@@ -16,6 +16,7 @@
 #include "sys/temp_dir.h"
 #include "task/native_task_loader.h"
 #include "task/tune_params.h"
+#include "tests/support/fake_workbench.h"
 #include "tests/support/paths.h"
 #include "util/strings.h"
 
@@ -70,11 +71,13 @@ class OptimizeSession : public ::testing::Test {
     o_.run_dir = dir_->path() / "run";
   }
   Result<OptimizeReport> run(FakeGpu& gpu) {
-    OptimizeHooks h;
-    h.evaluate = [&](const fs::path& cu) { return gpu(cu); };
-    if (prebuilt_) h.prebuild = [&](const fs::path& cu) { prebuilt_->push_back(read_file(cu.string()).value()); };
-    h.progress = [&](const std::string& line) { progress_.push_back(line); };
-    return run_optimize(task_, h, o_);
+    testing::FakeWorkbench bench;
+    bench.on_evaluate = [&](const CandidatePaths& c) { return gpu(c.cu); };
+    if (prebuilt_)
+      bench.on_build_ahead = [&](const fs::path& cu) { prebuilt_->push_back(read_file(cu.string()).value()); };
+    LoopControls controls;
+    controls.progress = [&](const std::string& line) { progress_.push_back(line); };
+    return run_optimize(task_, bench, controls, o_);
   }
   std::vector<std::string> progress_;
   std::optional<std::vector<std::string>> prebuilt_;  // sources handed to the prebuild hook
@@ -148,14 +151,15 @@ TEST_F(OptimizeSession, AStoppedRunResumesWithoutEvaluatingAnythingTwice) {
 
 TEST_F(OptimizeSession, AnInterruptStopsAfterTheEvaluationInFlight) {
   FakeGpu gpu;
-  OptimizeHooks h;
+  testing::FakeWorkbench bench;
   int calls = 0;
-  h.evaluate = [&](const fs::path& cu) {
+  bench.on_evaluate = [&](const CandidatePaths& c) {
     ++calls;
-    return gpu(cu);
+    return gpu(c.cu);
   };
-  h.interrupted = [&] { return calls >= 3; };  // Ctrl-C during the third evaluation
-  auto r = run_optimize(task_, h, o_);
+  LoopControls controls;
+  controls.interrupted = [&] { return calls >= 3; };  // Ctrl-C during the third evaluation
+  auto r = run_optimize(task_, bench, controls, o_);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->stopped, "interrupted");
   EXPECT_EQ(r->evaluated, 3) << "the third finished and was kept";

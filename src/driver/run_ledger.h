@@ -32,6 +32,7 @@
 
 #include "agent/reply_parse.h"
 #include "driver/optimize_session.h"
+#include "driver/workbench.h"
 #include "search/tree.h"
 #include "store/run_store.h"
 
@@ -100,9 +101,6 @@ Result<store::RunStore> open_run_store(const task::Task& task, const OptimizeOpt
 
 // A candidate's files written as DIR/STEM.cu (when files.cuda is not empty) and DIR/STEM.py
 // (when files.python is not); a path is empty for a file not written. DIR must exist.
-struct CandidatePaths {
-  std::filesystem::path cu, py;
-};
 Result<CandidatePaths> write_candidate_files(const agent::CandidateFiles& files, const std::filesystem::path& dir,
                                              const std::string& stem);
 
