@@ -481,6 +481,44 @@ Result<StopReason> ModelLoop::run() {
   return over_budget().value_or(StopReason::kExhausted);
 }
 
+// The seed of a fresh run: evaluated, profiled for the prompts (not with --feedback none) and
+// stored as the root with the lessons of earlier runs chosen by its class; or the report of a run
+// that stops at it.
+Result<std::optional<OptimizeReport>> measure_seed(const task::Task& task, Workbench& bench, RunLedger& ledger,
+                                                   const OptimizeOptions& o, FeedbackMode feedback,
+                                                   const agent::CandidateFiles& seed_files,
+                                                   const std::function<void(const std::string&)>& say) {
+  store::RunStore& store = ledger.store();
+  say(fmt::format("seed: evaluating {}", task.seed_path->string()));
+  KP_TRY(int64_t cand, store.add_candidate(seed_files.cuda, seed_files.python));
+  KP_TRY(auto paths, ledger.write_candidate(cand, seed_files));
+  KP_TRY(eval::EvalResult r, bench.evaluate({paths.cu, paths.py, true}));
+  ledger.count_evaluation();
+  ledger.add_times(r);
+  KP_TRY(std::optional<OptimizeReport> stopped, ledger.gate_seed(r, "optimizing from it"));
+  if (stopped) return stopped;
+  NodeFacts f;
+  if (bench.analyzes() && feedback != FeedbackMode::kNone) {
+    const auto ta = Clock::now();
+    say("analyze: profiling the seed for the planner");
+    if (auto a = bench.analyze({paths.cu, paths.py, true}, {})) {
+      add_parts(ledger.report(), *a);
+      f.set_analysis(*a);
+    } else {
+      not_profiled(ledger.report(), f, a.error().message, say);
+    }
+    ledger.report().analyze_s += since(ta);
+  }
+  // The lessons of earlier runs, chosen once by the seed's class: a resumed run prompts with
+  // the same ones, whatever the memory has learned since.
+  const std::string memory_lessons =
+      memory_lessons_text(o.memory, f.bottleneck_class, task::work_kind(task), o.memory_lessons, say);
+  KP_TRY_STATUS(ledger.record_root(task, RunMode::kModel, cand, "the seed", r,
+                                   facts_json(f, eval::result_to_json(task, r).dump()),
+                                   {{"gpu", o.gpu}, {"memory_lessons", memory_lessons}}));
+  return std::optional<OptimizeReport>();
+}
+
 }  // namespace
 
 Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents& agents, Workbench& bench,
@@ -499,42 +537,11 @@ Result<OptimizeReport> run_model_optimize(const task::Task& task, agent::Agents&
 
   KP_TRY(RunLedger ledger, RunLedger::open(task, o, RunMode::kModel, t0));
   store::RunStore& store = ledger.store();
-  KP_TRY(auto rows, store.nodes());
-
-  if (rows.empty()) {
-    say(fmt::format("seed: evaluating {}", task.seed_path->string()));
-    KP_TRY(int64_t cand, store.add_candidate(seed_files.cuda, seed_files.python));
-    KP_TRY(auto paths, ledger.write_candidate(cand, seed_files));
-    KP_TRY(eval::EvalResult r, bench.evaluate({paths.cu, paths.py, true}));
-    ledger.count_evaluation();
-    ledger.add_times(r);
-    if (eval::is_machine_outcome(r.outcome)) return ledger.stop_at_seed(stop_for(r.outcome));
-    if (r.outcome != eval::Outcome::kOk)
-      return make_error(ErrorCode::kInvalidInput,
-                        fmt::format("the seed does not pass ({}: {}): fix it before optimizing from it",
-                                    eval::to_string(r.outcome), r.reason));
-    // Profiled for the prompts (not with --feedback none).
-    NodeFacts f;
-    if (bench.analyzes() && feedback != FeedbackMode::kNone) {
-      const auto ta = Clock::now();
-      say("analyze: profiling the seed for the planner");
-      if (auto a = bench.analyze({paths.cu, paths.py, true}, {})) {
-        add_parts(ledger.report(), *a);
-        f.set_analysis(*a);
-      } else {
-        not_profiled(ledger.report(), f, a.error().message, say);
-      }
-      ledger.report().analyze_s += since(ta);
-    }
-    // The lessons of earlier runs, chosen once by the seed's class: a resumed run prompts with
-    // the same ones, whatever the memory has learned since.
-    const std::string memory_lessons =
-        memory_lessons_text(o.memory, f.bottleneck_class, task::work_kind(task), o.memory_lessons, say);
-    KP_TRY_STATUS(ledger.record_root(task, RunMode::kModel, cand, "the seed", r,
-                                     facts_json(f, eval::result_to_json(task, r).dump()),
-                                     {{"gpu", o.gpu}, {"memory_lessons", memory_lessons}}));
-    KP_TRY(rows, store.nodes());
-  }
+  KP_TRY(RunLedger::Start start, ledger.start([&] {
+    return measure_seed(task, bench, ledger, o, feedback, seed_files, say);
+  }));
+  if (start.stopped) return std::move(*start.stopped);
+  const std::vector<store::NodeRow>& rows = start.rows;
 
   // The tree and the facts, rebuilt from the store in the order they were made.
   KP_TRY(KnownVerdicts verdicts, KnownVerdicts::load(store));

@@ -157,11 +157,8 @@ Result<eval::EvalResult> Tuner::evaluate_point(const TunePoint& p, bool seed, in
 Result<std::optional<OptimizeReport>> Tuner::measure_seed() {
   say(fmt::format("seed: {} ({} points in the tuning space)", TuneSpace::describe(space_.defaults()), space_.size()));
   KP_TRY(eval::EvalResult r, evaluate_point(space_.defaults(), true, -1));
-  if (eval::is_machine_outcome(r.outcome))
-    return std::optional<OptimizeReport>(ledger_.stop_at_seed(stop_for(r.outcome)));
-  if (r.outcome != eval::Outcome::kOk)
-    return make_error(ErrorCode::kInvalidInput, fmt::format("the seed does not pass ({}: {}): fix it before tuning it",
-                                                            eval::to_string(r.outcome), r.reason));
+  KP_TRY(std::optional<OptimizeReport> stopped, ledger_.gate_seed(r, "tuning it"));
+  if (stopped) return stopped;
   KP_TRY(int64_t cand, store_.add_candidate(seed_source_, ""));
   KP_TRY_STATUS(ledger_.record_root(task_, RunMode::kTuner, cand, TuneSpace::describe(space_.defaults()), r,
                                     eval::result_to_json(task_, r).dump()));
@@ -338,12 +335,9 @@ Result<OptimizeReport> run_optimize(const task::Task& task, Workbench& bench, co
                                   task.seed_path->string()));
   KP_TRY(RunLedger ledger, RunLedger::open(task, o, RunMode::kTuner, t0));
   Tuner tuner(task, bench, controls, o, ledger, seed_source, space);
-  KP_TRY(auto rows, tuner.store().nodes());
-  if (rows.empty()) {
-    KP_TRY(std::optional<OptimizeReport> stopped, tuner.measure_seed());
-    if (stopped) return std::move(*stopped);
-    KP_TRY(rows, tuner.store().nodes());
-  }
+  KP_TRY(RunLedger::Start start, ledger.start([&] { return tuner.measure_seed(); }));
+  if (start.stopped) return std::move(*start.stopped);
+  const auto& rows = start.rows;
   KP_TRY(search::Tree tree, tuner.replay(rows));
   if (rows.size() > 1) tuner.say(fmt::format("resume: {} candidates measured before", tree.size()));
   KP_TRY(auto strategy, search::make_strategy(o.strategy, o.search));

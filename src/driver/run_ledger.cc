@@ -241,6 +241,26 @@ OptimizeReport RunLedger::stop_at_seed(StopReason why) {
   return report_;
 }
 
+Result<RunLedger::Start> RunLedger::start(
+    const std::function<Result<std::optional<OptimizeReport>>()>& measure_seed) {
+  Start st;
+  KP_TRY(st.rows, store_.nodes());
+  if (!st.rows.empty()) return st;
+  KP_TRY(st.stopped, measure_seed());
+  if (st.stopped) return st;
+  KP_TRY(st.rows, store_.nodes());
+  if (st.rows.empty()) return make_error(ErrorCode::kInternal, "the seed was measured but not stored");
+  return st;
+}
+
+Result<std::optional<OptimizeReport>> RunLedger::gate_seed(const eval::EvalResult& r, const std::string& doing) {
+  if (eval::is_machine_outcome(r.outcome)) return std::optional<OptimizeReport>(stop_at_seed(stop_for(r.outcome)));
+  if (r.outcome != eval::Outcome::kOk)
+    return make_error(ErrorCode::kInvalidInput, fmt::format("the seed does not pass ({}: {}): fix it before {}",
+                                                            eval::to_string(r.outcome), r.reason, doing));
+  return std::optional<OptimizeReport>();
+}
+
 Status RunLedger::record_root(const task::Task& task, RunMode mode, int64_t candidate, const std::string& direction,
                               const eval::EvalResult& seed, const std::string& report_json,
                               const std::vector<std::pair<std::string, std::string>>& meta) {

@@ -174,6 +174,22 @@ class RunLedger {
   // `why`, and what was evaluated.
   OptimizeReport stop_at_seed(StopReason why);
 
+  // The start both optimize loops share. A fresh run (no node stored) measures its seed first
+  // with `measure_seed`, the loop's own part: it evaluates the seed (through gate_seed), analyzes
+  // it as the loop does and stores it with record_root, or returns the report of a run that stops
+  // at its seed. Then: the stored nodes in the order they were made, to replay; a resumed run
+  // goes straight there. Exactly one of `rows` (not empty) and `stopped` is set.
+  struct Start {
+    std::vector<store::NodeRow> rows;
+    std::optional<OptimizeReport> stopped;
+  };
+  Result<Start> start(const std::function<Result<std::optional<OptimizeReport>>()>& measure_seed);
+  // The seed's verdict (counted already) as both loops take it: a machine's outcome (no
+  // GPU, a GPU held elsewhere) stops the run at the seed (the report to return); a seed that fails
+  // is the user's to fix (kInvalidInput, "the seed does not pass ...: fix it before `doing`");
+  // nullopt when it passed.
+  Result<std::optional<OptimizeReport>> gate_seed(const eval::EvalResult& seed, const std::string& doing);
+
   // The seed's root node with its verdict, and the run's meta: task, mode, the reference's time
   // from `seed`, and `meta` (key, value) besides. `report_json` is the evaluation's report.
   Status record_root(const task::Task& task, RunMode mode, int64_t candidate, const std::string& direction,
