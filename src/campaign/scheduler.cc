@@ -98,14 +98,21 @@ void read_store_progress(const fs::path& store, LaneProgress& lane) {
   if (auto spend = s->llm_spend(); spend.ok()) lane.cost_usd = spend->cost_usd;
 }
 
-// What one finished `kernelpro optimize` means for the ledger.
-void settle(ProblemStatus& st, const sys::Completed& c, const std::string& out, const std::string& log_tail) {
+// What one finished `kernelpro optimize` means for the ledger. `interrupted`: the campaign was
+// stopping when the child ended, so a child that a signal ended (the campaign's SIGINT before its
+// handler was in place, a SIGTERM to the whole group, the kill after the grace) was stopped, not
+// failed: its store keeps what it committed and the next run resumes the problem.
+void settle(ProblemStatus& st, const sys::Completed& c, const std::string& out, const std::string& log_tail,
+            bool interrupted) {
   st.exit_code = c.exit_code;
   json j = json::parse(out, nullptr, false);
   st.result = j.is_object() ? j : json();
   const std::string stopped = j.is_object() ? j.value("stopped", "") : "";
   st.error.clear();
-  if (c.signal != 0 || c.timed_out) {
+  if (c.signal != 0 && interrupted) {
+    st.state = ProblemState::kPending;
+    st.error = fmt::format("stopped with the campaign ({}); the next run resumes it", c.describe());
+  } else if (c.signal != 0 || c.timed_out) {
     st.state = ProblemState::kFailed;
     st.error = fmt::format("kernelpro optimize {}; {}", c.describe(), log_tail);
   } else if (c.exit_code == 0 && (stopped == "interrupted" || stopped == "pending")) {
@@ -278,7 +285,7 @@ void CampaignLanes::run_problem(size_t lane_index, const CampaignProblem& p, Pro
   auto log_text = read_file((run_dir / "optimize.log").string());
   const std::string out = out_text.ok() ? *out_text : "";
   const std::string log = log_text.ok() ? *log_text : "";
-  if (child.ok()) settle(st, done, out, std::string(trim(tail_lines(log, 3))));
+  if (child.ok()) settle(st, done, out, std::string(trim(tail_lines(log, 3))), o.interrupted && o.interrupted());
   else st.state = ProblemState::kFailed;
 }
 

@@ -9,6 +9,8 @@
 #   *manual*  exits 5 with {"stopped":"pending"}, as when a manual prompt waits for its answer
 #   *slow*    waits for SIGINT (up to 30 s), then prints {"stopped":"interrupted"} and exits 0;
 #             with $FAKE_IGNORE_INT set it ignores SIGINT
+#   *starting* waits (up to 30 s) with no handler, so SIGINT ends it, as it does an optimize
+#             still setting up (its judge, its worker) before its own handler is in place
 #   other     prints {"stopped":"budget","speedup_vs_reference":1.5,"nodes":3} and exits 0
 task=$2
 run=$4
@@ -25,5 +27,6 @@ case "$(basename "$task")" in
     else trap 'echo "{\"stopped\":\"interrupted\",\"nodes\":1}"; exit 0' INT; fi
     i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
     echo '{"stopped":"budget","nodes":1}'; exit 0 ;;
+  *starting*) i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; exit 0 ;;
   *) echo '{"stopped":"budget","speedup_vs_reference":1.5,"nodes":3}'; exit 0 ;;
 esac
