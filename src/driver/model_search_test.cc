@@ -164,7 +164,6 @@ TEST(ModelSearch, PlansWritesRepairsLearnsAndMeasuresADuplicateOnce) {
     return {.body = openai_completion(kernel("FAST"))};  // direction 2
   });
   testing::FakeLlmServer& server = model.server;
-  llm::LlmClient& client = *model.client;
   agent::Agents& agents = *model.agents;
   FakeGpu gpu;
   auto bench = gpu.bench();
@@ -390,7 +389,6 @@ TEST(ModelSearch, TheLlmBudgetStopsTheRunWhereItIs) {
   copts.budget.max_calls = 3;  // a planner and a coder, then one more planner
   ServedModel model(h.prompts, plan_d_write_fast, copts);
   testing::FakeLlmServer& server = model.server;
-  llm::LlmClient& client = *model.client;
   agent::Agents& agents = *model.agents;
   FakeGpu gpu;
   auto bench = gpu.bench();

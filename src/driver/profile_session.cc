@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <future>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -51,6 +52,11 @@ void arch_numbers(const std::string& arch, int* major, int* minor) {
   }
 }
 
+// A kernel the Range Profiler knows only by its range number ("0", "1").
+bool numbered(const std::string& name) {
+  return name.empty() || name.find_first_not_of("0123456789") == std::string::npos;
+}
+
 // The Range Profiler reports no launch shape (and, beside another CUPTI client, no kernel name);
 // the trace does, for the same kernels in the same order.
 void fill_launch_shapes(ProfilePage& page) {
@@ -63,13 +69,30 @@ void fill_launch_shapes(ProfilePage& page) {
   for (size_t i = 0; i < kernels.size(); ++i) {
     // Where another CUPTI client holds the process (PyTorch in the KernelBench worker), the
     // Range Profiler's ranges keep CUPTI's numbers ("0", "1") for names.
-    if (kernels[i].name.empty() || kernels[i].name.find_first_not_of("0123456789") == std::string::npos)
-      kernels[i].name = traced[i].name;
+    if (numbered(kernels[i].name)) kernels[i].name = traced[i].name;
     if (kernels[i].grid[0] != 0) continue;
     kernels[i].grid = traced[i].grid;
     kernels[i].block = traced[i].block;
   }
 }
+
+}  // namespace
+
+void name_numbered_kernels(profile::KernelProfile& counters, const std::vector<std::string>& traced) {
+  const std::set<std::string> distinct(traced.begin(), traced.end());
+  for (size_t i = 0; i < counters.kernels.size(); ++i) {
+    std::string& name = counters.kernels[i].name;
+    if (!numbered(name)) continue;
+    if (traced.size() == counters.kernels.size())
+      name = traced[i];
+    else if (distinct.size() == 1)
+      name = *distinct.begin();
+    else
+      name = fmt::format("launch {} (name not traced)", i + 1);
+  }
+}
+
+namespace {
 
 void classify_into(ProfilePage& page) {
   analysis::RooflineInput in;
@@ -322,6 +345,8 @@ Result<ProfilePage> run_profile(const task::Task& task, const fs::path& candidat
   KP_TRY_STATUS(collect_counters(page, profiler, target, metrics, options, progress));
   take_trace(page, profiler, target, options, progress);
   fill_launch_shapes(page);
+  if (page.counters) name_numbered_kernels(*page.counters, page.eval.report ? page.eval.report->kernels
+                                                                            : std::vector<std::string>{});
   classify_into(page);
 
   if (options.stage >= 2) KP_TRY_STATUS(collect_stage2(page, profiler, target, options, progress));

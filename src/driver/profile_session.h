@@ -101,6 +101,13 @@ eval::EvaluatorOptions evaluator_options_for_profile(const ProfileSessionOptions
 // `share` of the median. Then a trace could show at most 1 - share of the call as gaps or copies.
 std::string counters_explain_call(const profile::KernelProfile& counters, double call_median_s, double share = 0.9);
 
+// Names the kernels the counters know only by CUPTI's range number ("0", "1": the Range
+// Profiler beside another CUPTI client, PyTorch in the KernelBench worker) from the names the
+// worker traced for one call (`traced`, in launch order): by position when both list the same
+// number of launches, else the one name when every traced launch has the same. With neither, a
+// numbered kernel says its name is unknown rather than printing a bare number.
+void name_numbered_kernels(profile::KernelProfile& counters, const std::vector<std::string>& traced);
+
 // The agreement of two collections of the same metrics: for each kernel present in both (matched
 // by launch order) and each metric both report, the relative difference.
 std::vector<MetricAgreement> compare_collectors(const profile::KernelProfile& cupti, const profile::KernelProfile& ncu);

@@ -66,5 +66,28 @@ TEST(CompareCollectors, ExtraKernelsOnOneSideAreLeftOut) {
   EXPECT_DOUBLE_EQ(a[0].relative_difference, 0.5);
 }
 
+// Beside PyTorch's CUPTI client the Range Profiler names its ranges "0", "1": on the H100 the
+// planner was told "kernel 1: 1, 8.44 ms" for torch.softmax. The worker's own trace of the call
+// names them, by launch when it lists as many, else by its one name; a bare number never reaches
+// the prompts.
+TEST(NameNumberedKernels, TheWorkersTraceNamesWhatCuptiOnlyNumbered) {
+  profile::KernelProfile c;
+  c.kernels = {kernel("0", {}), kernel("rowsum(float const*, float*)", {})};
+  name_numbered_kernels(c, {"softmax_kernel(float const*)", "rowsum(float const*, float*)"});
+  EXPECT_EQ(c.kernels[0].name, "softmax_kernel(float const*)");
+  EXPECT_EQ(c.kernels[1].name, "rowsum(float const*, float*)") << "a named kernel keeps its name";
+
+  c.kernels = {kernel("0", {}), kernel("1", {}), kernel("2", {})};
+  name_numbered_kernels(c, {"vectorized_elementwise_kernel<4>"});
+  EXPECT_EQ(c.kernels[2].name, "vectorized_elementwise_kernel<4>") << "one name for every launch";
+
+  c.kernels = {kernel("0", {}), kernel("1", {})};
+  name_numbered_kernels(c, {"a", "b", "c"});
+  EXPECT_EQ(c.kernels[1].name, "launch 2 (name not traced)");
+  c.kernels = {kernel("", {})};
+  name_numbered_kernels(c, {});
+  EXPECT_EQ(c.kernels[0].name, "launch 1 (name not traced)");
+}
+
 }  // namespace
 }  // namespace kp::driver
