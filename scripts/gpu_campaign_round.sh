@@ -9,6 +9,7 @@
 #   ONLY      problem stems (default: every problem of the suite)
 #   BUDGET    candidates per problem (default 3)   IN_FLIGHT  children per wave (default 2)
 #   FEEDBACK  tools (default) or none              LEVELS     default 1,2
+#   RETRY     set: a later round runs the failed problems again too (--retry-failed)
 set -u
 OUT=${OUT:-gpu-results}
 mkdir -p "$OUT"
@@ -18,9 +19,11 @@ C=${CAMPAIGN:-kbc}
   echo "== machine ($(date +%T))"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   cat gpu-carry/COMMIT 2>/dev/null
-  if [ -f $C/campaign.json ]; then
+  if [ -f "$C/campaign.json" ]; then
     echo "== bench run $C ($(date +%T))"
-    timeout "${LIMIT_S:-480}" build/kernelpro bench run "$C" --gpus 0
+    retry=()
+    [ -n "${RETRY:-}" ] && retry=(--retry-failed)
+    timeout "${LIMIT_S:-480}" build/kernelpro bench run "$C" --gpus 0 "${retry[@]}"
   else
     echo "== bench run $C --suite ${SUITE:-kbsuite} ($(date +%T))"
     only=()
@@ -37,4 +40,4 @@ C=${CAMPAIGN:-kbc}
   build/kernelpro bench prompts "$C"
   for f in "$C"/runs/*/optimize.log; do echo "--- $f"; tail -n 25 "$f"; done
 } 2>&1 | tee "$OUT/round.log"
-tar czf "$OUT/$C.tar.gz" "$C"
+tar czf "$OUT/$(basename "$C").tar.gz" "$C"

@@ -5,9 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cmath>
 #include <map>
 #include <mutex>
 #include <set>
@@ -17,7 +15,6 @@
 
 #include "store/run_store.h"
 #include "sys/subprocess.h"
-#include "task/kernelbench_loader.h"
 #include "util/strings.h"
 
 namespace kp::campaign {
@@ -100,7 +97,8 @@ void read_store_progress(const fs::path& store, LaneProgress& lane) {
 
 // What one finished `kernelpro optimize` means for the ledger. `interrupted`: the campaign was
 // stopping when the child ended, so a child that a signal ended (the campaign's SIGINT before its
-// handler was in place, a SIGTERM to the whole group, the kill after the grace) was stopped, not
+// handler was in place, a SIGTERM to the whole group, the kill after the grace; not a crash's
+// SIGSEGV or SIGABRT) was stopped, not
 // failed: its store keeps what it committed and the next run resumes the problem.
 void settle(ProblemStatus& st, const sys::Completed& c, const std::string& out, const std::string& log_tail,
             bool interrupted) {
@@ -109,9 +107,10 @@ void settle(ProblemStatus& st, const sys::Completed& c, const std::string& out, 
   st.result = j.is_object() ? j : json();
   const std::string stopped = j.is_object() ? j.value("stopped", "") : "";
   st.error.clear();
-  if (c.signal != 0 && interrupted) {
+  const bool stop_signal = c.signal == SIGINT || c.signal == SIGTERM || c.signal == SIGKILL;
+  if (stop_signal && interrupted) {
     st.state = ProblemState::kPending;
-    st.error = fmt::format("stopped with the campaign ({}); the next run resumes it", c.describe());
+    st.error = fmt::format("stopped with the campaign ({}); the next run resumes it; {}", c.describe(), log_tail);
   } else if (c.signal != 0 || c.timed_out) {
     st.state = ProblemState::kFailed;
     st.error = fmt::format("kernelpro optimize {}; {}", c.describe(), log_tail);

@@ -8,10 +8,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "analysis/rule_tool.h"
 #include "cli/cli_support.h"
 #include "cli/commands.h"
-#include "driver/analyze_session.h"
 #include "driver/generate_session.h"
 #include "task/kernelbench_loader.h"
 #include "task/native_task_loader.h"

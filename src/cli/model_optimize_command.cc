@@ -50,7 +50,7 @@ int print_model_report(const driver::OptimizeReport& r, const std::string& task_
       std::cout << fmt::format("NOT PROFILED: {} passing candidate(s) of this run, so their prompts had no profile "
                                "(they said so); the first: {}\n",
                                r.unprofiled, r.unprofiled_why);
-    // The lanes overlap: their busy time can add up to more than the wall time.
+    // The stages overlap: their busy time can add up to more than the wall time.
     const double busy = r.llm_s + r.ahead_s + r.build_s + r.worker_s + r.analyze_s;
     std::cout << fmt::format("time: {:.1f} s wall; busy {:.1f} s = {:.1f} s LLM + {:.1f} s compiled ahead + {:.1f} s "
                              "build + {:.1f} s GPU worker + {:.1f} s analysis ({:.2f}x overlap, {} in flight)\n",

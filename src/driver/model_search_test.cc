@@ -250,7 +250,7 @@ TEST(ModelSearch, PlansWritesRepairsLearnsAndMeasuresADuplicateOnce) {
 }
 
 // The pipeline: with two children in flight the model writes the next candidate while the GPU
-// measures the one before, the build lane compiles each before its evaluation, and the planner
+// measures the one before, the build stage compiles each before its evaluation, and the planner
 // is told what is being tried; with one, the model waits for each measurement.
 TEST(ModelSearch, TheModelWritesTheNextCandidateWhileTheGpuMeasuresOne) {
   for (int in_flight : {2, 1}) {
@@ -295,7 +295,7 @@ TEST(ModelSearch, TheModelWritesTheNextCandidateWhileTheGpuMeasuresOne) {
     EXPECT_EQ(report->evaluated, 4);
     EXPECT_EQ(gpu.evaluations, 4);
     EXPECT_EQ(overlapped, in_flight > 1 ? 2 : 0);
-    // Each child was compiled ahead of its evaluation, on the build lane.
+    // Each child was compiled ahead of its evaluation, on the build stage.
     EXPECT_EQ(report->built_ahead, 3);
     ASSERT_EQ(prebuilt.size(), 3u);
     for (int i = 1; i <= 3; ++i)

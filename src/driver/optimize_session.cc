@@ -141,7 +141,7 @@ Result<eval::EvalResult> Tuner::evaluate_point(const TunePoint& p, bool seed, in
   const std::string source = seed ? seed_source_ : TuneSpace::apply(seed_source_, p);
   KP_TRY(int64_t cand, store_.add_candidate(source, ""));
   KP_TRY(auto file, ledger_.write_candidate(cand, {source, ""}));
-  KP_TRY(eval::EvalResult r, bench_.evaluate({file.cu, {}, false}));
+  KP_TRY(eval::EvalResult r, bench_.evaluate({file.cu, {}, seed}));
   ledger_.count_evaluation();
   ledger_.add_times(r);
   const auto m = measurement_of(r);

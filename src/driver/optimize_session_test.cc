@@ -80,7 +80,7 @@ class OptimizeSession : public ::testing::Test {
     return run_optimize(task_, bench, controls, o_);
   }
   std::vector<std::string> progress_;
-  std::optional<std::vector<std::string>> prebuilt_;  // sources handed to the prebuild hook
+  std::optional<std::vector<std::string>> prebuilt_;  // sources handed to build_ahead
   task::Task task_;
   std::unique_ptr<sys::TempDir> dir_;
   OptimizeOptions o_;
@@ -218,7 +218,7 @@ TEST_F(OptimizeSession, SaysWhatIsMissing) {
   EXPECT_NE(no_seed.error().message.find("configure a model (--provider)"), std::string::npos);
 }
 
-// Compiling ahead: the points handed to the prebuild hook are ones the search then evaluates,
+// Compiling ahead: the points handed to build_ahead are ones the search then evaluates,
 // each handed over once, and never the one being evaluated at that moment.
 TEST_F(OptimizeSession, CompilesThePointsAheadThatItThenEvaluates) {
   FakeGpu gpu;

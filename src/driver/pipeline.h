@@ -2,7 +2,7 @@
 // children in the making at once, each a Job that passes through three stages,
 //
 //   kModel  the planner then the coder, or the debugger    (one LLM call sequence at a time)
-//   kBuild  nvcc, into the build cache                      (native candidates with a prebuild)
+//   kBuild  nvcc, into the build cache                      (native candidates, Workbench::build_ahead)
 //   kGpu    evaluate, then analyze a passing candidate     (GPU work is never concurrent)
 //
 // A stage works on one job at a time, on a thread of its own; jobs enter each stage oldest first.

@@ -26,7 +26,7 @@ TEST(Pipeline, ThePipelineHoldsUpToItsWidthWithinTheBudget) {
   EXPECT_FALSE(has_room(pipeline_limits(1, 5), 1, 0, 1)) << "one in flight: one after another";
 }
 
-TEST(Pipeline, EachLaneTakesItsOldestJobAndTheCountOfChildrenMadeStays) {
+TEST(Pipeline, EachStageTakesItsOldestJobAndTheCountOfChildrenMadeStays) {
   Pipeline p(pipeline_limits(3, 10));
   Job& a = p.add(Job{});
   a.child = 1;
@@ -53,7 +53,7 @@ TEST(Pipeline, EachLaneTakesItsOldestJobAndTheCountOfChildrenMadeStays) {
   EXPECT_FALSE(small.has_room(0)) << "dropped jobs still count as children made";
 }
 
-TEST(Pipeline, LanesWorkAtOnceAndAreTakenBackWhenDone) {
+TEST(Pipeline, StagesWorkAtOnceAndAreTakenBackWhenDone) {
   Pipeline p(pipeline_limits(2, 10));
   Job& model = p.add(Job{});
   Job& gpu = p.add(Job{});
@@ -91,7 +91,7 @@ TEST(Pipeline, LanesWorkAtOnceAndAreTakenBackWhenDone) {
   EXPECT_TRUE(p.idle());
 }
 
-TEST(Pipeline, APipelineWaitsForItsLanesWhenItGoes) {
+TEST(Pipeline, APipelineWaitsForItsStagesWhenItGoes) {
   std::atomic<bool> finished{false};
   {
     Pipeline p(pipeline_limits(1, 10));

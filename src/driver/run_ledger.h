@@ -59,7 +59,7 @@ const char* to_string(StopReason r);
 StopReason stop_for(eval::Outcome machine_outcome);
 std::optional<StopReason> stop_reason_from_string(std::string_view s);
 
-// Of two reasons to stop met at once (the model loop's lanes), the one the user must act on
+// Of two reasons to stop met at once (the model loop's stages), the one the user must act on
 // first: kNoGpu (a GPU to evaluate on), then kPending (a prompt to answer), then kBudget; the
 // others rank after these, and of two that rank the same `a` is kept.
 StopReason first_to_act_on(StopReason a, StopReason b);
@@ -175,7 +175,7 @@ class RunLedger {
   OptimizeReport stop_at_seed(StopReason why);
 
   // The start both optimize loops share. A fresh run (no node stored) measures its seed first
-  // with `measure_seed`, the loop's own part: it evaluates the seed (through gate_seed), analyzes
+  // with `measure_seed`, the loop's own part: it evaluates the seed (and judges the verdict with gate_seed), analyzes
   // it as the loop does and stores it with record_root, or returns the report of a run that stops
   // at its seed. Then: the stored nodes in the order they were made, to replay; a resumed run
   // goes straight there. Exactly one of `rows` (not empty) and `stopped` is set.

@@ -9,12 +9,13 @@
 //
 // and the verdict goes to the store as eval::result_to_json (eval/result_json.h) makes it. One
 // JudgeBench per run owns the judge, the builders, the analysis set-up and the coder's tools;
-// the CLI makes it from its flags (open_judge_bench) and passes it to the loop. A test gives the
+// the CLI makes it from its flags (cli::open_loop_bench) and passes it to the loop. A test gives the
 // loop a Workbench of its own, a subclass, in its place.
 #pragma once
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -138,8 +139,8 @@ class JudgeBench final : public Workbench {
   std::unique_ptr<ProfileSetup> setup_;  // null for the tuner's
   JudgeBenchOptions options_;
   std::unique_ptr<Judge> judge_;
-  build::Builder ahead_;   // the build stage's thread
-  build::Builder drafts_;  // the coder's compile_check, on the model stage's thread
+  build::Builder ahead_;   // build_ahead (the build stage's or the tuner's ahead thread) and the seed
+  build::Builder drafts_;  // the coder's compile_check, on the thread that asks the coder
   agent::CoderTools tools_;
 };
 
